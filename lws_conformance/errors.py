@@ -1,0 +1,30 @@
+"""Error kinds, each mapped to one exit code so CI and humans can tell them apart.
+
+A `UserError` is a mistake the user can fix (bad profile, busy port, missing Go): the CLI prints
+its one-line message and exits 2, never a traceback. An `InfraError` means the harness or the
+system underneath broke (a component died, a build failed): exit 3.
+"""
+
+from __future__ import annotations
+
+
+class LwscError(Exception):
+    """Base class: carries the one-line message shown to the user."""
+
+    exit_code = 3
+
+
+class UserError(LwscError):
+    """Bad input the user can fix; the message names the fix."""
+
+    exit_code = 2
+
+
+class InfraError(LwscError):
+    """The harness or the infrastructure under it broke."""
+
+    exit_code = 3
+
+
+class WaitTimeout(AssertionError):
+    """A wait's deadline passed. An AssertionError, so pytest reports the condition not met."""

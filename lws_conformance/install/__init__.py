@@ -1,0 +1,1 @@
+"""Installing into a cluster: PKI, LWS and Kueue manifests (URL webhooks), controller configs."""

@@ -1,0 +1,51 @@
+"""Configuration files for LWS and Kueue running as local processes.
+
+Both default to webhook :9443, metrics :8443 and health :8081 and would collide, so each gets its
+own loopback ports. Internal cert management is off (its rotator only mints `*.svc` names) and the
+webhook serves our certificate with the 127.0.0.1 IP SAN. Kueue's VisibilityOnDemand is off: its
+aggregated API would point at a Service nobody serves and break discovery for KCM and kubectl.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")  # hard-coded in kueue's main.go
+
+
+def lws_config(webhook_port: int, metrics_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
+    return {
+        "apiVersion": "config.lws.x-k8s.io/v1alpha1",
+        "kind": "Configuration",
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
+        "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "clientConnection": {"qps": 500, "burst": 500},
+    }
+
+
+def kueue_config(webhook_port: int, metrics_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": "kueue-system",
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
+        "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "clientConnection": {"qps": 200, "burst": 400},
+        "integrations": {"frameworks": ["batch/job", "leaderworkerset.x-k8s.io/leaderworkerset"]},
+        "featureGates": {"VisibilityOnDemand": False},
+    }
+
+
+def write(path: Path, config: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path

@@ -1,0 +1,1 @@
+"""Talking to a cluster: client factory, the one wait primitive, object helpers."""

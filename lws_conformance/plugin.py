@@ -1,0 +1,162 @@
+"""The pytest plugin: cluster handle, run id, per-test namespaces, object factory.
+
+Cluster resolution, first match wins: `--lwsc-handle` (a running `lwsc up` cluster),
+`--lwsc-kubeconfig` (a cluster the harness did not create), else the local cluster is brought up
+on demand under a file lock (xdist workers share it) and brought down at the end by the process
+that started it, unless `--lwsc-keep`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from .errors import LwscError
+from .k8s.client import api_client
+from .k8s.objects import RUN_LABEL, Objects, sweep_run
+from .profile import load_profile
+from .providers.base import ClusterHandle
+from .providers.local import LocalCluster, state_root
+from .toolchain import cache as bincache
+
+OWNER_FILE = "started-by-run"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("lwsc", "lws-conformance")
+    g.addoption("--lwsc-handle", help="handle.json of a running `lwsc up` cluster")
+    g.addoption("--lwsc-kubeconfig", help="kubeconfig of an existing cluster (not created by the harness)")
+    g.addoption("--lwsc-profile", default=os.environ.get("LWSC_PROFILE", "default"), help="profile name or path")
+    g.addoption("--lwsc-set", action="append", default=[], help="profile override key=value")
+    g.addoption("--lwsc-run-id", help="run id (namespaces and reports are named from it)")
+    g.addoption("--lwsc-keep", action="store_true", help="leave an on-demand local cluster up")
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _is_worker(config):
+        config._lwsc_run_id = config.workerinput["lwsc_run_id"]  # type: ignore[attr-defined]
+    else:
+        config._lwsc_run_id = config.getoption("--lwsc-run-id") or (  # type: ignore[attr-defined]
+            time.strftime("%m%d%H%M%S") + secrets.token_hex(2)
+        )
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(_XdistHooks(), "lwsc-xdist")
+
+
+class _XdistHooks:
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["lwsc_run_id"] = node.config._lwsc_run_id
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """In the controller: sweep what this run left, and stop a cluster this run started."""
+    if _is_worker(config) or config.getoption("--lwsc-handle") or config.getoption("--lwsc-kubeconfig"):
+        return
+    run_id: str = config._lwsc_run_id  # type: ignore[attr-defined]
+    try:
+        cluster = LocalCluster(load_profile(config.getoption("--lwsc-profile"), config.getoption("--lwsc-set")))
+    except LwscError:
+        return
+    owner = cluster.dir / OWNER_FILE
+    if owner.is_file() and owner.read_text() == run_id:
+        if config.getoption("--lwsc-keep"):
+            owner.unlink()
+        else:
+            cluster.down()
+    elif cluster.kubeconfig.is_file() and cluster.running():
+        api = api_client(cluster.kubeconfig)
+        try:
+            sweep_run(api, run_id)
+        finally:
+            api.close()
+
+
+@pytest.fixture(scope="session")
+def run_id(request: pytest.FixtureRequest) -> str:
+    rid: str = request.config._lwsc_run_id  # type: ignore[attr-defined]
+    return rid
+
+
+@pytest.fixture(scope="session")
+def lwsc_cluster(request: pytest.FixtureRequest, run_id: str) -> ClusterHandle:
+    """The cluster under test (see the module docstring for how it is chosen)."""
+    opt = request.config.getoption
+    try:
+        profile = load_profile(opt("--lwsc-profile"), opt("--lwsc-set"))
+        if opt("--lwsc-handle"):
+            return ClusterHandle.from_json(Path(opt("--lwsc-handle")).read_text())
+        if opt("--lwsc-kubeconfig"):
+            return ClusterHandle(
+                provider="existing",
+                kubeconfig=Path(opt("--lwsc-kubeconfig")),
+                versions=dict(profile.versions),
+                topology=profile.topology,
+                kueue_topology_name=profile.kueue_topology_name,
+                kueue_flavor_name=profile.kueue_flavor_name,
+            )
+        cluster = LocalCluster(profile)
+        state_root().mkdir(parents=True, exist_ok=True)
+        with bincache.locked(f"cluster-{cluster.name}"):
+            if not cluster.running():
+                cluster.up(lambda msg: print(f"[lwsc] {msg}", file=sys.stderr, flush=True))
+                (cluster.dir / OWNER_FILE).write_text(run_id)
+            handle = cluster.handle()
+        assert handle is not None
+        return handle
+    except LwscError as exc:
+        pytest.exit(f"lwsc: {exc}", returncode=exc.exit_code)
+
+
+@pytest.fixture(scope="session")
+def k8s(lwsc_cluster: ClusterHandle) -> Iterator[client.ApiClient]:
+    api = api_client(lwsc_cluster.kubeconfig)
+    yield api
+    api.close()
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, k8s: client.ApiClient, run_id: str) -> Iterator[str]:
+    """A fresh namespace for this test, named from the run id; deleted afterwards."""
+    digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:8]
+    name = f"lwsc-{run_id}-{digest}"
+    core = client.CoreV1Api(k8s)
+    core.create_namespace(
+        client.V1Namespace(
+            metadata=client.V1ObjectMeta(name=name, labels={RUN_LABEL: run_id, "lwsc.x-k8s.io/test": digest})
+        )
+    )
+    yield name
+    try:
+        core.delete_namespace(name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+@pytest.fixture
+def objects(k8s: client.ApiClient, run_id: str, namespace: str) -> Iterator[Objects]:
+    """Create LWS / Kueue objects for this test; cluster-scoped ones are deleted afterwards."""
+    objs = Objects(k8s, run_id, namespace)
+    yield objs
+    objs.delete_created()
+
+
+@pytest.fixture
+def unique(request: pytest.FixtureRequest, run_id: str) -> str:
+    """A short name unique to this test and run, for cluster-scoped objects."""
+    return "t" + hashlib.sha1(f"{run_id}/{request.node.nodeid}".encode()).hexdigest()[:10]

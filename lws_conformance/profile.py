@@ -1,0 +1,196 @@
+"""Profiles: the one typed description of what to bring up (versions, topology, ports).
+
+A profile is a YAML file in `fixtures/profiles/` (or a path). `extends:` layers one profile on
+another and `--set a.b=c` overrides single keys. Unknown keys are a `UserError`, not a silent
+no-op: a typo like `topology.rack=4` must not run the default topology and report green.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import UserError
+
+PROFILES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "profiles"
+COMPONENTS = ("etcd", "kubernetes", "kwok", "lws", "kueue")
+BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "kwok",
+    "lws",
+    "kueue",
+)
+_VERSION = re.compile(r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Fake node layout: blocks x racks x nodes, each node with `gpus_per_node` GPUs."""
+
+    blocks: int
+    racks_per_block: int
+    nodes_per_rack: int
+    gpus_per_node: int
+    cpu_per_node: str
+    memory_per_node: str
+    pods_per_node: int
+    gpu_resource: str
+    block_label: str
+    rack_label: str
+    hostname_label: str
+
+    @property
+    def racks(self) -> int:
+        return self.blocks * self.racks_per_block
+
+    @property
+    def nodes(self) -> int:
+        return self.racks * self.nodes_per_rack
+
+    @property
+    def gpus_per_rack(self) -> int:
+        return self.nodes_per_rack * self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A fully merged, validated profile. Built only through `load_profile`."""
+
+    name: str
+    versions: dict[str, str]
+    sources: dict[str, str | None]
+    binaries: dict[str, str | None]
+    topology: Topology
+    kueue_topology_name: str
+    kueue_flavor_name: str
+    base_port: int
+    ready_seconds: float
+    raw: dict[str, Any]
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _read(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = PROFILES_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in PROFILES_DIR.glob("*.yaml")))
+        raise UserError(f"profile '{name_or_path}' not found; use one of: {known} (or a path)")
+    if str(path) in seen:
+        raise UserError(f"profile {path} extends itself; fix its 'extends:' chain")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"profile {path} is not valid YAML: {exc}".splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise UserError(f"profile {path} must be a mapping at top level")
+    parent = data.pop("extends", None)
+    if parent:
+        return _merge(_read(str(parent), (*seen, str(path))), data)
+    return data
+
+
+def _check_keys(data: Any, schema: Any, where: str) -> None:
+    """Reject any key of `data` that the default schema does not have."""
+    if not isinstance(schema, dict):
+        return
+    if not isinstance(data, dict):
+        raise UserError(f"profile key '{where}' must be a mapping")
+    for key, value in data.items():
+        if key not in schema:
+            path = f"{where}.{key}" if where else key
+            valid = ", ".join(sorted(str(k) for k in schema))
+            raise UserError(f"unknown profile key '{path}'; valid keys here: {valid}")
+        _check_keys(value, schema[key], f"{where}.{key}" if where else str(key))
+
+
+def _apply_set(data: dict[str, Any], assignment: str) -> None:
+    if "=" not in assignment:
+        raise UserError(f"--set '{assignment}' must look like key.path=value")
+    key, _, text = assignment.partition("=")
+    value = yaml.safe_load(text) if text else None
+    node = data
+    parts = key.strip().split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise UserError(f"--set '{assignment}': '{part}' is not a mapping")
+    node[parts[-1]] = value
+
+
+def load_profile(name: str = "default", overrides: list[str] | None = None) -> Profile:
+    """Load, merge and validate a profile; every problem is a one-line `UserError`."""
+    schema = _read("default")
+    data = _merge(schema, _read(name)) if name != "default" else copy.deepcopy(schema)
+    for assignment in overrides or []:
+        _apply_set(data, assignment)
+    _check_keys(data, schema, "")
+    try:
+        return _build(name, data)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"profile '{name}': {exc}") from None
+
+
+def _positive(data: dict[str, Any], key: str) -> int:
+    value = data[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"topology.{key} must be a positive integer, got {value!r}")
+    return value
+
+
+def _build(name: str, data: dict[str, Any]) -> Profile:
+    versions = {k: str(v) for k, v in data["versions"].items()}
+    for comp, ver in versions.items():
+        if not _VERSION.match(ver):
+            raise ValueError(f"versions.{comp}={ver!r} is not a version like v1.2.3")
+    for kind in ("sources", "binaries"):
+        for comp, path in data[kind].items():
+            if path is not None and not Path(str(path)).exists():
+                raise ValueError(f"{kind}.{comp}={path} does not exist; give an existing path")
+    t = data["topology"]
+    topology = Topology(
+        blocks=_positive(t, "blocks"),
+        racks_per_block=_positive(t, "racks_per_block"),
+        nodes_per_rack=_positive(t, "nodes_per_rack"),
+        gpus_per_node=_positive(t, "gpus_per_node"),
+        cpu_per_node=str(t["cpu_per_node"]),
+        memory_per_node=str(t["memory_per_node"]),
+        pods_per_node=_positive(t, "pods_per_node"),
+        gpu_resource=str(t["gpu_resource"]),
+        block_label=str(t["block_label"]),
+        rack_label=str(t["rack_label"]),
+        hostname_label=str(t["hostname_label"]),
+    )
+    base_port = data["network"]["base_port"]
+    if not isinstance(base_port, int) or not 1024 <= base_port <= 65000:
+        raise ValueError(f"network.base_port must be an integer in 1024..65000, got {base_port!r}")
+    return Profile(
+        name=name,
+        versions=versions,
+        sources={k: (str(v) if v else None) for k, v in data["sources"].items()},
+        binaries={k: (str(v) if v else None) for k, v in data["binaries"].items()},
+        topology=topology,
+        kueue_topology_name=str(data["kueue"]["topology_name"]),
+        kueue_flavor_name=str(data["kueue"]["flavor_name"]),
+        base_port=base_port,
+        ready_seconds=float(data["timeouts"]["ready_seconds"]),
+        raw=data,
+    )

@@ -1,0 +1,1 @@
+"""Providers bring up (or adopt) a cluster and hand suites a `ClusterHandle`."""

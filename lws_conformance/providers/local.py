@@ -1,0 +1,503 @@
+"""The embedded local cluster: real control plane + kwok + real LWS and Kueue, as processes.
+
+Everything binds to 127.0.0.1. Start order matters (see ../shared/docs/local-control-plane.md):
+etcd -> apiserver -> CRDs -> KCM, scheduler, kwok, fake nodes -> LWS and Kueue -> their webhook
+configurations (failurePolicy Fail: applied only once the servers answer) -> Kueue Topology and
+ResourceFlavor. Any failure on the way stops everything already started: nothing is left running.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import ssl
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from ..errors import InfraError, UserError
+from ..install import controllers, manifests, pki
+from ..k8s.client import api_client
+from ..k8s.wait import wait_for
+from ..profile import Profile
+from ..toolchain import cache as bincache
+from ..toolchain import ensure_binaries, manifests_dir
+from ..toolchain.gobuild import Progress, module_dir
+from . import nodes, process
+from .base import ClusterHandle
+
+ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "lws", "kueue")
+PORT_OFFSETS = {
+    "etcd": 0,
+    "etcd-peer": 1,
+    "kube-apiserver": 2,
+    "kube-controller-manager": 3,
+    "kube-scheduler": 4,
+    "lws-webhook": 10,
+    "lws-metrics": 11,
+    "lws-health": 12,
+    "kueue-webhook": 20,
+    "kueue-metrics": 21,
+    "kueue-health": 22,
+}
+KWOK_STAGES = (
+    "node/fast/node-initialize.yaml",
+    "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "pod/fast/pod-ready.yaml",
+    "pod/fast/pod-complete.yaml",
+    "pod/fast/pod-delete.yaml",
+)
+CAPABILITIES = frozenset({"stop-controller", "restart-apiserver", "node-failure", "pod-status-faults"})
+
+
+def state_root() -> Path:
+    env = os.environ.get("LWSC_STATE_DIR")
+    return Path(env) if env else Path.home() / ".local" / "state" / "lws-conformance"
+
+
+@dataclass
+class LocalCluster:
+    profile: Profile
+    name: str = "default"
+
+    @property
+    def dir(self) -> Path:
+        return state_root() / self.name
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.dir / "kubeconfig"
+
+    @property
+    def handle_file(self) -> Path:
+        return self.dir / "handle.json"
+
+    def port(self, what: str) -> int:
+        return self.profile.base_port + PORT_OFFSETS[what]
+
+    def log(self, component: str) -> Path:
+        return self.dir / "logs" / f"{component}.log"
+
+    def records(self) -> list[process.ProcRecord]:
+        return process.ProcRecord.load_all(self.dir / "pids")
+
+    # -- public operations ---------------------------------------------------------------
+
+    def handle(self) -> ClusterHandle | None:
+        if not self.handle_file.is_file():
+            return None
+        return ClusterHandle.from_json(self.handle_file.read_text())
+
+    def running(self) -> bool:
+        recs = {r.name: r for r in self.records()}
+        return self.handle_file.is_file() and all(n in recs and process.alive(recs[n]) for n in ORDER)
+
+    def up(self, progress: Progress) -> ClusterHandle:
+        """Bring the cluster up, or return the running one (idempotent)."""
+        existing = self.handle()
+        if existing and self.running():
+            if existing.versions != self.profile.versions or existing.topology != self.profile.topology:
+                raise UserError(
+                    f"cluster '{self.name}' is running with other versions or topology; "
+                    f"run `lwsc down --name {self.name}` first, or use --name for a second cluster"
+                )
+            progress(f"cluster '{self.name}' is already up")
+            return existing
+        if self.records() or self.dir.exists():
+            progress(f"cluster '{self.name}' has stale state; cleaning it up")
+            self.down()
+        self._check_ports()
+        binaries = ensure_binaries(self.profile, progress)
+        started = time.monotonic()
+        try:
+            handle = self._start(binaries, progress)
+        except BaseException:
+            self.down()
+            raise
+        progress(f"cluster '{self.name}' ready in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
+        return handle
+
+    def down(self) -> None:
+        """Stop every process this cluster started and remove its state."""
+        for rec in reversed(self._ordered(self.records())):
+            process.stop(rec)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def stop_component(self, component: str) -> None:
+        """Fault hook: stop one process (e.g. the LWS controller) without touching the rest."""
+        for rec in self.records():
+            if rec.name == component:
+                process.stop(rec)
+
+    def start_component(self, component: str, progress: Progress = lambda _m: None) -> None:
+        """Fault hook: restart a component stopped by `stop_component`, with its saved argv."""
+        argv_file = self.dir / "argv" / f"{component}.yaml"
+        argv = yaml.safe_load(argv_file.read_text())
+        rec = process.start(component, argv, self.log(component), self.dir / "pids")
+        self._wait_component(rec, time.monotonic() + self.profile.ready_seconds)
+
+    # -- internals ----------------------------------------------------------------------
+
+    @staticmethod
+    def _ordered(recs: list[process.ProcRecord]) -> list[process.ProcRecord]:
+        rank = {n: i for i, n in enumerate(ORDER)}
+        return sorted(recs, key=lambda r: rank.get(r.name, len(ORDER)))
+
+    def _check_ports(self) -> None:
+        for what, off in PORT_OFFSETS.items():
+            port = self.profile.base_port + off
+            if not process.port_free(port):
+                raise UserError(
+                    f"port {port} ({what}) on 127.0.0.1 is in use; stop whatever holds it "
+                    f"(`lwsc down`?) or choose other ports with --set network.base_port=<n>"
+                )
+
+    def _launch(self, name: str, argv: list[str]) -> process.ProcRecord:
+        argv_dir = self.dir / "argv"
+        argv_dir.mkdir(parents=True, exist_ok=True)
+        (argv_dir / f"{name}.yaml").write_text(yaml.safe_dump(argv))
+        return process.start(name, argv, self.log(name), self.dir / "pids")
+
+    def _tls(self, verify: bool) -> ssl.SSLContext:
+        p = pki.Pki.at(self.dir / "pki")
+        if verify:
+            ctx = ssl.create_default_context(cafile=str(p.ca_crt))
+        else:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        ctx.load_cert_chain(str(p.admin_crt), str(p.admin_key))
+        return ctx
+
+    def _health_url(self, component: str) -> tuple[str, ssl.SSLContext | None, str | None]:
+        if component == "etcd":
+            return f"http://127.0.0.1:{self.port('etcd')}/health", None, '"health":"true"'
+        if component == "kube-apiserver":
+            return f"https://127.0.0.1:{self.port('kube-apiserver')}/readyz", self._tls(True), None
+        if component in ("kube-controller-manager", "kube-scheduler"):
+            return f"https://127.0.0.1:{self.port(component)}/healthz", self._tls(False), None
+        if component in ("lws", "kueue"):
+            return f"http://127.0.0.1:{self.port(component + '-health')}/readyz", None, None
+        raise KeyError(component)
+
+    def _wait_component(self, rec: process.ProcRecord, deadline: float) -> None:
+        if rec.name == "kwok":
+            return  # no health endpoint without its kubelet server; nodes turning Ready prove it
+        url, ctx, expect = self._health_url(rec.name)
+        process.wait_healthy(rec, url, deadline, ctx=ctx, expect=expect)
+
+    def _kubectl(self, kubectl: Path, *args: str, stdin: str | None = None) -> str:
+        proc = subprocess.run(
+            [str(kubectl), "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            first = (proc.stderr.strip().splitlines() or ["no output"])[0]
+            raise InfraError(f"kubectl {' '.join(args[:2])} failed: {first}")
+        return proc.stdout
+
+    def _manifests(self, kubectl: Path, component: str, ca: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        version = self.profile.versions[component]
+        source = self.profile.sources.get(component)
+        root = manifests_dir(self.profile, component)
+        key = bincache.source_key(source) if source else version
+        cache_file = (
+            self.dir / "manifests" / f"{component}.yaml"
+            if source
+            else bincache.cache_root() / "manifests" / f"{component}-{key}.yaml"
+        )
+        docs = manifests.render(kubectl, root, cache_file)
+        return manifests.split(manifests.rewrite(docs, self.port(f"{component}-webhook"), ca))
+
+    def _start(self, bins: dict[str, Path], progress: Progress) -> ClusterHandle:
+        deadline = time.monotonic() + self.profile.ready_seconds
+        d = self.dir
+        pids = d / "pids"
+        p = pki.generate(d / "pki")
+        certs = d / "pki" / "webhook"
+        certs.mkdir(parents=True, exist_ok=True)
+        shutil.copy(p.admin_crt, certs / "tls.crt")
+        shutil.copy(p.admin_key, certs / "tls.key")
+        self._kueue_metrics_certs()
+        api_port = self.port("kube-apiserver")
+        self.kubeconfig.write_text(pki.kubeconfig(p, f"https://127.0.0.1:{api_port}"))
+        kc = str(self.kubeconfig)
+
+        progress("starting etcd and kube-apiserver")
+        etcd_url = f"http://127.0.0.1:{self.port('etcd')}"
+        peer_url = f"http://127.0.0.1:{self.port('etcd-peer')}"
+        etcd = self._launch(
+            "etcd",
+            [
+                str(bins["etcd"]),
+                "--name=node0",
+                f"--data-dir={d / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=node0={peer_url}",
+                "--auto-compaction-retention=1",
+                "--quota-backend-bytes=8589934592",
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+            ],
+        )
+        self._wait_component(etcd, deadline)
+        apiserver = self._launch(
+            "kube-apiserver",
+            [
+                str(bins["kube-apiserver"]),
+                f"--etcd-servers={etcd_url}",
+                "--etcd-prefix=/registry",
+                "--allow-privileged=true",
+                "--authorization-mode=Node,RBAC",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                "--advertise-address=127.0.0.1",
+                "--endpoint-reconciler-type=none",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                f"--tls-cert-file={p.admin_crt}",
+                f"--tls-private-key-file={p.admin_key}",
+                f"--client-ca-file={p.ca_crt}",
+                f"--service-account-key-file={p.admin_key}",
+                f"--service-account-signing-key-file={p.admin_key}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--proxy-client-key-file={p.admin_key}",
+                f"--proxy-client-cert-file={p.admin_crt}",
+                "--enable-priority-and-fairness=false",
+                "--max-requests-inflight=0",
+                "--max-mutating-requests-inflight=0",
+            ],
+        )
+        self._wait_component(apiserver, deadline)
+
+        progress("installing LWS and Kueue CRDs; starting KCM, scheduler, kwok")
+        ca = p.ca_crt.read_bytes()
+        lws_crds, lws_hooks = self._manifests(bins["kubectl"], "lws", ca)
+        kueue_crds, kueue_hooks = self._manifests(bins["kubectl"], "kueue", ca)
+        self._kubectl(
+            bins["kubectl"],
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            "-",
+            stdin=manifests.dump(lws_crds + kueue_crds),
+        )
+        common = [
+            f"--kubeconfig={kc}",
+            "--bind-address=127.0.0.1",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            f"--authentication-kubeconfig={kc}",
+            f"--authorization-kubeconfig={kc}",
+            "--leader-elect=false",
+        ]
+        kcm = self._launch(
+            "kube-controller-manager",
+            [
+                str(bins["kube-controller-manager"]),
+                *common,
+                f"--secure-port={self.port('kube-controller-manager')}",
+                f"--root-ca-file={p.ca_crt}",
+                f"--service-account-private-key-file={p.admin_key}",
+                "--kube-api-qps=500",
+                "--kube-api-burst=1000",
+                "--node-monitor-grace-period=40s",
+                "--concurrent-statefulset-syncs=10",
+                "--concurrent-gc-syncs=30",
+            ],
+        )
+        sched = self._launch(
+            "kube-scheduler",
+            [
+                str(bins["kube-scheduler"]),
+                *common,
+                f"--secure-port={self.port('kube-scheduler')}",
+                "--kube-api-qps=500",
+                "--kube-api-burst=1000",
+            ],
+        )
+        kwok_dir = module_dir("kwok", self.profile.versions["kwok"], None)
+        stage_args = [f"--config={kwok_dir / 'kustomize' / 'stage' / s}" for s in KWOK_STAGES]
+        kwok = self._launch(
+            "kwok",
+            [
+                str(bins["kwok"]),
+                f"--kubeconfig={kc}",
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={nodes.KWOK_ANNOTATION[0]}={nodes.KWOK_ANNOTATION[1]}",
+                "--cidr=10.244.0.0/16",
+                "--node-ip=127.0.0.1",
+                "--node-lease-duration-seconds=40",
+                *stage_args,
+            ],
+        )
+        api = api_client(self.kubeconfig)
+        try:
+            core = client.CoreV1Api(api)
+            for ns in ("lws-system", "kueue-system"):
+                core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+            self._create_nodes(core)
+            self._wait_crds(api, deadline)
+
+            progress("starting LWS and Kueue controllers")
+            lws_cfg = controllers.write(
+                d / "config" / "lws.yaml",
+                controllers.lws_config(
+                    self.port("lws-webhook"), self.port("lws-metrics"), self.port("lws-health"), certs
+                ),
+            )
+            kueue_cfg = controllers.write(
+                d / "config" / "kueue.yaml",
+                controllers.kueue_config(
+                    self.port("kueue-webhook"), self.port("kueue-metrics"), self.port("kueue-health"), certs
+                ),
+            )
+            lws = self._launch(
+                "lws", [str(bins["lws"]), f"--config={lws_cfg}", f"--kubeconfig={kc}", "--zap-log-level=2"]
+            )
+            kueue = self._launch(
+                "kueue", [str(bins["kueue"]), f"--config={kueue_cfg}", f"--kubeconfig={kc}", "--zap-log-level=2"]
+            )
+            for rec in (kcm, sched, lws, kueue):
+                self._wait_component(rec, deadline)
+            if not process.alive(kwok):
+                raise UserError(f"kwok exited during start-up (log: {kwok.log}: {process.log_tail(kwok.log)})")
+
+            progress("registering webhooks; creating Kueue Topology and ResourceFlavor")
+            self._kubectl(
+                bins["kubectl"],
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "-f",
+                "-",
+                stdin=manifests.dump(lws_hooks + kueue_hooks),
+            )
+            t = self.profile.topology
+            self._kubectl(
+                bins["kubectl"],
+                "apply",
+                "--server-side",
+                "-f",
+                "-",
+                stdin=manifests.dump(
+                    [
+                        nodes.kueue_topology(t, self.profile.kueue_topology_name),
+                        nodes.kueue_flavor(self.profile.kueue_flavor_name, self.profile.kueue_topology_name),
+                    ]
+                ),
+            )
+            self._wait_nodes_ready(api, deadline)
+            self._wait_default_sa(api, deadline)
+        finally:
+            api.close()
+        handle = ClusterHandle(
+            provider="local",
+            kubeconfig=self.kubeconfig,
+            versions=dict(self.profile.versions),
+            topology=self.profile.topology,
+            kueue_topology_name=self.profile.kueue_topology_name,
+            kueue_flavor_name=self.profile.kueue_flavor_name,
+            logs={r.name: r.log for r in self.records()},
+            capabilities=CAPABILITIES,
+        )
+        self.handle_file.write_text(handle.to_json())
+        _ = pids
+        return handle
+
+    def _kueue_metrics_certs(self) -> None:
+        """Kueue insists on /etc/kueue/metrics/certs/tls.{crt,key} (hard-coded); give it a pair
+        from a throw-away CA, never the cluster's admin key."""
+        target = controllers.KUEUE_METRICS_CERT_DIR
+        if (target / "tls.crt").is_file() and (target / "tls.key").is_file():
+            return
+        try:
+            throwaway = pki.generate(self.dir / "pki" / "kueue-metrics")
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy(throwaway.admin_crt, target / "tls.crt")
+            shutil.copy(throwaway.admin_key, target / "tls.key")
+        except PermissionError:
+            raise UserError(
+                f"Kueue needs {target}/tls.crt and tls.key (a path hard-coded in Kueue) and it is not "
+                f"writable; run once as root: mkdir -p {target} && chmod a+rwx {target}"
+            ) from None
+
+    def _create_nodes(self, core: client.CoreV1Api) -> None:
+        for name, block, rack in nodes.node_names(self.profile.topology):
+            body = nodes.node_manifest(self.profile.topology, name, block, rack)
+            try:
+                core.create_node(body)  # type: ignore[arg-type]  # the client accepts dicts
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+            core.patch_node_status(name, {"status": body["status"]})
+
+    def _wait_crds(self, api: client.ApiClient, deadline: float) -> None:
+        ext = client.ApiextensionsV1Api(api)
+
+        def established(objs: list[dict[str, Any]]) -> bool:
+            wanted = [o for o in objs if o["spec"]["group"].endswith(("x-k8s.io",))]
+            return bool(wanted) and all(
+                any(
+                    c["type"] == "Established" and c["status"] == "True"
+                    for c in (o.get("status") or {}).get("conditions") or []
+                )
+                for o in wanted
+            )
+
+        wait_for(
+            api,
+            ext.list_custom_resource_definition,
+            established,
+            what="CRDs",
+            condition="every LWS and Kueue CRD Established",
+            timeout=max(1.0, deadline - time.monotonic()),
+        )
+
+    def _wait_nodes_ready(self, api: client.ApiClient, deadline: float) -> None:
+        expected = self.profile.topology.nodes
+        core = client.CoreV1Api(api)
+
+        def ready(objs: list[dict[str, Any]]) -> bool:
+            good = 0
+            for o in objs:
+                conds = {c["type"]: c["status"] for c in (o.get("status") or {}).get("conditions") or []}
+                taints = [
+                    t for t in (o.get("spec") or {}).get("taints") or [] if t["key"].startswith("node.kubernetes.io/")
+                ]
+                good += conds.get("Ready") == "True" and not taints
+            return good == expected
+
+        wait_for(
+            api,
+            core.list_node,
+            ready,
+            what=f"{expected} fake nodes",
+            condition="Ready with no node.kubernetes.io taints",
+            timeout=max(1.0, deadline - time.monotonic()),
+            diagnose=lambda: f"kwok log: {self.log('kwok')}; KCM log: {self.log('kube-controller-manager')}",
+            label_selector=f"{nodes.MANAGED_LABEL}=true",
+        )
+
+    def _wait_default_sa(self, api: client.ApiClient, deadline: float) -> None:
+        core = client.CoreV1Api(api)
+        wait_for(
+            api,
+            core.list_namespaced_service_account,
+            lambda objs: any(o["metadata"]["name"] == "default" for o in objs),
+            what="ServiceAccount default/default",
+            condition="created by KCM",
+            timeout=max(1.0, deadline - time.monotonic()),
+            diagnose=lambda: f"KCM log: {self.log('kube-controller-manager')}",
+            namespace="default",
+        )

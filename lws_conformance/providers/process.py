@@ -1,0 +1,135 @@
+"""Starting, probing and stopping the local cluster's processes.
+
+Processes run detached (own session) so they outlive `lwsc up`; each has a pid record holding
+the executable path, checked against /proc before any signal, so a recycled pid is never killed.
+Before the apiserver exists there is nothing to watch, so HTTP health is polled here (the only
+polling in the harness, bounded by a deadline and cut short when the process dies).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import UserError
+
+
+@dataclass(frozen=True)
+class ProcRecord:
+    name: str
+    pid: int
+    exe: str
+    log: str
+
+    def save(self, pid_dir: Path) -> None:
+        pid_dir.mkdir(parents=True, exist_ok=True)
+        (pid_dir / f"{self.name}.json").write_text(json.dumps(asdict(self)))
+
+    @classmethod
+    def load_all(cls, pid_dir: Path) -> list[ProcRecord]:
+        if not pid_dir.is_dir():
+            return []
+        return [cls(**json.loads(p.read_text())) for p in sorted(pid_dir.glob("*.json"))]
+
+
+def alive(rec: ProcRecord) -> bool:
+    """True if `rec.pid` is running and is still the executable we started (not a zombie)."""
+    try:
+        cmdline = Path(f"/proc/{rec.pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        state = Path(f"/proc/{rec.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return cmdline == rec.exe and state != "Z"
+
+
+def start(name: str, argv: list[str], log: Path, pid_dir: Path, env: dict[str, str] | None = None) -> ProcRecord:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as fh:
+        proc = subprocess.Popen(
+            argv,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+            env={**os.environ, **(env or {})},
+        )
+    rec = ProcRecord(name=name, pid=proc.pid, exe=argv[0], log=str(log))
+    rec.save(pid_dir)
+    return rec
+
+
+def stop(rec: ProcRecord, grace: float = 3.0) -> None:
+    """SIGTERM the process group, SIGKILL after `grace` seconds."""
+    if not alive(rec):
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(rec.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(rec.pid, os.WNOHANG)  # reap if it is our child
+            if not alive(rec):
+                return
+            time.sleep(0.05)
+
+
+def port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def log_tail(path: str | Path, lines: int = 3) -> str:
+    try:
+        text = Path(path).read_text(errors="replace").strip().splitlines()
+    except FileNotFoundError:
+        return "(no log)"
+    return " | ".join(t.strip()[:200] for t in text[-lines:]) or "(empty log)"
+
+
+def wait_healthy(
+    rec: ProcRecord,
+    url: str,
+    deadline: float,
+    *,
+    ctx: ssl.SSLContext | None = None,
+    expect: str | None = None,
+) -> None:
+    """Poll `url` until HTTP 200 (and `expect` in the body); fail fast if the process exits."""
+    while True:
+        if not alive(rec):
+            raise UserError(
+                f"{rec.name} exited during start-up (log: {rec.log}: {log_tail(rec.log)}); "
+                "fix the cause shown in its log and run `lwsc up` again"
+            )
+        try:
+            with urllib.request.urlopen(url, timeout=2, context=ctx) as resp:
+                body = resp.read().decode(errors="replace")
+                if resp.status == 200 and (expect is None or expect in body):
+                    return
+        except (urllib.error.URLError, OSError, ssl.SSLError):
+            pass
+        if time.monotonic() >= deadline:
+            raise UserError(
+                f"{rec.name} did not become healthy at {url} in time (log: {rec.log}: "
+                f"{log_tail(rec.log)}); raise timeouts.ready_seconds or check the log"
+            )
+        time.sleep(0.1)

@@ -1,0 +1,145 @@
+"""Builds components from their Go modules with the machine's Go toolchain.
+
+Every component is built through a small wrapper module (see `recipes.wrapper_go_mod`), which
+works for modules with replace directives (etcd, kubernetes) and for a local checkout alike.
+Builds print progress: `go build -v` names each package it compiles, and we count them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import InfraError, UserError
+from . import cache
+from .recipes import RECIPES, Recipe, kubernetes_staging_replaces, ldflags, tools_go, wrapper_go_mod
+
+Progress = Callable[[str], None]
+
+
+def go_binary() -> str:
+    go = shutil.which("go")
+    if not go:
+        raise UserError(
+            "no Go toolchain on PATH: install Go >= 1.26 (https://go.dev/dl) or point "
+            "binaries.<name> in the profile at prebuilt binaries"
+        )
+    return go
+
+
+def _go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("CGO_ENABLED", "0")
+    env.setdefault("GOFLAGS", "-buildvcs=false")
+    return env
+
+
+def module_download(module: str, version: str) -> dict[str, str]:
+    """`go mod download -json module@version`; a refusal is a UserError naming the version."""
+    proc = subprocess.run(
+        [go_binary(), "mod", "download", "-json", f"{module}@{version}"],
+        capture_output=True,
+        text=True,
+        env=_go_env(),
+        cwd=cache.cache_root().as_posix() if cache.cache_root().exists() else None,
+    )
+    try:
+        info: dict[str, str] = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    except json.JSONDecodeError:
+        info = {}
+    if proc.returncode != 0 or "Error" in info or "Dir" not in info:
+        reason = (info.get("Error") or proc.stderr or "unknown error").strip().splitlines()[0]
+        raise UserError(
+            f"{module}@{version} cannot be obtained from the Go module proxy ({reason}); "
+            f"choose another version with --set versions.<component>=..., or set sources.<component>"
+        )
+    return info
+
+
+def module_dir(component: str, version: str, source: str | None) -> Path:
+    """The directory holding the component's sources (manifests under config/ live there)."""
+    if source:
+        return Path(source).resolve()
+    return Path(module_download(RECIPES[component].module, version)["Dir"])
+
+
+def _run_with_progress(cmd: list[str], cwd: Path, log: Path, label: str, progress: Progress) -> None:
+    start = time.monotonic()
+    count = 0
+    last = 0.0
+    with log.open("a") as fh:
+        fh.write(f"$ {' '.join(cmd)}\n")
+        fh.flush()
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=_go_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                fh.write(line)
+                count += 1
+                now = time.monotonic()
+                if now - last >= (1.0 if sys.stderr.isatty() else 30.0):
+                    last = now
+                    progress(f"{label}: {count} packages, {now - start:.0f}s")
+            rc = proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    if rc != 0:
+        tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
+        raise InfraError(f"{label} failed ({tail[0]}); full log: {log}")
+
+
+def build(component: str, version: str, source: str | None, progress: Progress) -> Path:
+    """Build (or reuse from cache) one component; returns the directory with its binaries."""
+    recipe: Recipe = RECIPES[component]
+    out = cache.bin_dir(component, version, source)
+    key = out.name
+    with cache.locked(f"{component}-{key}"):
+        if not source and all((out / b).is_file() for b in recipe.binaries):
+            return out
+        go = go_binary()
+        work = cache.build_dir(component, key)
+        work.mkdir(parents=True, exist_ok=True)
+        log = work / "build.log"
+        log.write_text("")
+        replaces: dict[str, str] = {}
+        if component == "kubernetes" and not source:
+            go_mod_path = module_download(recipe.module, version)["GoMod"]
+            replaces = kubernetes_staging_replaces(Path(go_mod_path).read_text(), version)
+        elif not source:
+            module_download(recipe.module, version)
+        (work / "go.mod").write_text(wrapper_go_mod(recipe, version, replaces, source))
+        (work / "tools.go").write_text(tools_go(recipe))
+        (work / "go.sum").unlink(missing_ok=True)
+        label = f"{component} {source or version}"
+        progress(f"{label}: resolving modules (log: {log})")
+        _run_with_progress([go, "mod", "tidy"], work, log, f"{label} go mod tidy", progress)
+        tmp = out.with_name(out.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        cmd = [go, "build", "-v", "-trimpath", "-ldflags", ldflags(recipe, version), "-o"]
+        if len(recipe.binaries) == 1:
+            ((name, pkg),) = recipe.binaries.items()
+            cmd += [str(tmp / name), pkg]
+        else:
+            cmd += [str(tmp) + "/", *recipe.binaries.values()]
+        started = time.monotonic()
+        _run_with_progress(cmd, work, log, f"{label} build", progress)
+        if len(recipe.binaries) > 1:
+            for name, pkg in recipe.binaries.items():
+                built = tmp / pkg.rsplit("/", 1)[-1]
+                if built != tmp / name:
+                    built.rename(tmp / name)
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+        progress(f"{label}: built in {time.monotonic() - started:.0f}s -> {out}")
+        return out

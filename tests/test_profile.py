@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lws_conformance.errors import UserError
+from lws_conformance.profile import load_profile
+
+
+def test_default_profile_topology() -> None:
+    p = load_profile()
+    assert (p.topology.blocks, p.topology.racks_per_block, p.topology.nodes_per_rack) == (2, 2, 2)
+    assert p.topology.nodes == 8 and p.topology.racks == 4 and p.topology.gpus_per_rack == 16
+    assert p.versions["kubernetes"] == "v1.36.3"
+
+
+def test_set_overrides_one_key() -> None:
+    p = load_profile("default", ["versions.lws=v0.8.0", "topology.blocks=3"])
+    assert p.versions["lws"] == "v0.8.0" and p.topology.nodes == 12
+
+
+def test_extends_layers_profiles() -> None:
+    p = load_profile("large")
+    assert p.topology.racks_per_block == 4 and p.topology.block_label == load_profile().topology.block_label
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["topology.rack=4"], "unknown profile key 'topology.rack'"),
+        (["versions.lws=latest"], "is not a version"),
+        (["topology.blocks=0"], "positive integer"),
+        (["network.base_port=80"], "base_port"),
+        (["binaries.etcd=/does/not/exist"], "does not exist"),
+        (["nonsense"], "key.path=value"),
+    ],
+)
+def test_bad_input_is_a_user_error(overrides: list[str], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        load_profile("default", overrides)
+
+
+def test_unknown_profile_names_the_known_ones() -> None:
+    with pytest.raises(UserError, match="use one of: default, large"):
+        load_profile("nope")
+
+
+def test_profile_from_path(tmp_path: Path) -> None:
+    f = tmp_path / "mine.yaml"
+    f.write_text("extends: default\ntopology: {gpus_per_node: 4}\n")
+    assert load_profile(str(f)).topology.gpus_per_rack == 8

@@ -1,0 +1,109 @@
+"""The one wait primitive, driven by a scripted list/watch (no cluster)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from lws_conformance.errors import WaitTimeout
+from lws_conformance.k8s import wait
+
+
+def obj(name: str, phase: str) -> dict[str, Any]:
+    return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns"}, "status": {"phase": phase}}
+
+
+class Script:
+    """Lists return `lists` in turn; each watch yields the next batch of events (or raises)."""
+
+    def __init__(self, lists: list[list[dict[str, Any]]], watches: list[Any]) -> None:
+        self.lists, self.watches = lists, watches
+        self.list_calls = 0
+        self.watch_rvs: list[str | None] = []
+
+    def list_fn(self, **_kw: Any) -> dict[str, Any]:
+        items = self.lists[min(self.list_calls, len(self.lists) - 1)]
+        self.list_calls += 1
+        return {"kind": "PodList", "metadata": {"resourceVersion": str(self.list_calls)}, "items": items}
+
+    def watch_class(self) -> type:
+        script = self
+
+        class FakeWatch:
+            def stream(self, _fn: Any, resource_version: str | None = None, **_kw: Any) -> Iterator[dict[str, Any]]:
+                script.watch_rvs.append(resource_version)
+                batch = script.watches.pop(0) if script.watches else []
+                if isinstance(batch, Exception):
+                    raise batch
+                yield from batch
+
+            def stop(self) -> None:
+                pass
+
+        return FakeWatch
+
+
+def running(objs: list[dict[str, Any]]) -> bool:
+    return bool(objs) and all(o["status"]["phase"] == "Running" for o in objs)
+
+
+def test_returns_from_the_list_without_watching(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = Script([[obj("a", "Running")]], [])
+    monkeypatch.setattr(wait.watch, "Watch", s.watch_class())
+    assert wait.wait_for(None, s.list_fn, running, what="pods", condition="Running", timeout=5)  # type: ignore[arg-type]
+    assert s.watch_rvs == []
+
+
+def test_watches_from_the_listed_resource_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = Script([[obj("a", "Pending")]], [[{"type": "MODIFIED", "object": obj("a", "Running")}]])
+    monkeypatch.setattr(wait.watch, "Watch", s.watch_class())
+    assert wait.wait_for(None, s.list_fn, running, what="pods", condition="Running", timeout=5)  # type: ignore[arg-type]
+    assert s.watch_rvs == ["1"]
+
+
+def test_relists_on_410_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = Script([[obj("a", "Pending")], [obj("a", "Running")]], [ApiException(status=410)])
+    monkeypatch.setattr(wait.watch, "Watch", s.watch_class())
+    assert wait.wait_for(None, s.list_fn, running, what="pods", condition="Running", timeout=5)  # type: ignore[arg-type]
+    assert s.list_calls == 2
+
+
+def test_deleted_objects_leave_the_view(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = Script([[obj("a", "Pending"), obj("b", "Running")]], [[{"type": "DELETED", "object": obj("a", "Pending")}]])
+    monkeypatch.setattr(wait.watch, "Watch", s.watch_class())
+    assert wait.wait_for(None, s.list_fn, running, what="pods", condition="Running", timeout=5)  # type: ignore[arg-type]
+
+
+def test_timeout_says_what_which_condition_and_last_seen(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = Script([[obj("a", "Pending")]], [])
+    monkeypatch.setattr(wait.watch, "Watch", s.watch_class())
+    with pytest.raises(WaitTimeout) as exc:
+        wait.wait_for(
+            None,
+            s.list_fn,
+            running,
+            what="pods of x",
+            condition="all Running",  # type: ignore[arg-type]
+            timeout=0.2,
+            diagnose=lambda: "recent events: none",
+        )
+    text = str(exc.value)
+    assert "pods of x" in text and "all Running" in text and "Pod/a phase=Pending" in text and "recent events" in text
+
+
+def test_observe_reports_a_violation_seen_mid_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The violation appears and disappears within the window: a final sample would miss it.
+    events = [{"type": "MODIFIED", "object": obj("a", "Running")}, {"type": "MODIFIED", "object": obj("a", "Pending")}]
+    s = Script([[obj("a", "Pending")]], [events])
+    monkeypatch.setattr(wait.watch, "Watch", s.watch_class())
+    found = wait.observe(None, s.list_fn, lambda objs: running(objs) and "ran", duration=0.5)  # type: ignore[arg-type]
+    assert found == "ran"
+
+
+def test_observe_returns_none_when_nothing_happens(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = Script([[obj("a", "Pending")]], [])
+    monkeypatch.setattr(wait.watch, "Watch", s.watch_class())
+    assert wait.observe(None, s.list_fn, running, duration=0.2) is None  # type: ignore[arg-type]
