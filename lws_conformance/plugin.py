@@ -21,12 +21,14 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from . import catalogue
 from .errors import LwscError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
 from .profile import load_profile
 from .providers.base import ClusterHandle
 from .providers.local import LocalCluster, state_root
+from .scenario import Scenario
 from .toolchain import cache as bincache
 
 OWNER_FILE = "started-by-run"
@@ -160,3 +162,28 @@ def objects(k8s: client.ApiClient, run_id: str, namespace: str) -> Iterator[Obje
 def unique(request: pytest.FixtureRequest, run_id: str) -> str:
     """A short name unique to this test and run, for cluster-scoped objects."""
     return "t" + hashlib.sha1(f"{run_id}/{request.node.nodeid}".encode()).hexdigest()[:10]
+
+
+@pytest.fixture(autouse=True)
+def _requirement_gate(request: pytest.FixtureRequest) -> None:
+    """Tag the test with its requirement ids; skip it as not-applicable on older versions."""
+    marks = list(request.node.iter_markers("requirement"))
+    if not marks:
+        return
+    reqs = catalogue.default()
+    ids = [m.args[0] for m in marks]
+    for rid in ids:
+        if rid not in reqs:
+            pytest.fail(f"test names requirement {rid}, which is not in {catalogue.CATALOGUE}", pytrace=False)
+        request.node.user_properties.append(("requirement", rid))
+    handle: ClusterHandle = request.getfixturevalue("lwsc_cluster")
+    for rid in ids:
+        reason = catalogue.not_applicable(reqs[rid], handle.versions)
+        if reason:
+            pytest.skip(f"not-applicable: {rid} {reason}")
+
+
+@pytest.fixture
+def scenario(k8s: client.ApiClient, lwsc_cluster: ClusterHandle, namespace: str, objects: Objects) -> Scenario:
+    """The test's namespace, objects and self-explaining waits (see `lws_conformance.scenario`)."""
+    return Scenario(k8s, lwsc_cluster, namespace, objects)

@@ -6,14 +6,25 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..profile import Profile
-from .gobuild import Progress, build, module_dir
+from . import cache
+from .gobuild import Progress, build, module_dir, module_download
 from .recipes import RECIPES
 
 __all__ = ["ensure_binaries", "manifests_dir"]
 
 
 def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
-    """Every binary the local cluster needs, building what is missing (cached by version)."""
+    """Every binary the local cluster needs, building what is missing (cached by version).
+
+    Every version to build is resolved first, so a version the proxy refuses fails in seconds,
+    not after twenty minutes of building the components before it.
+    """
+    for component, recipe in RECIPES.items():
+        needed = not all(profile.binaries.get(b) for b in recipe.binaries)
+        version, source = profile.versions[component], profile.sources.get(component)
+        cached = all((cache.bin_dir(component, version) / b).is_file() for b in recipe.binaries)
+        if needed and not source and not cached:
+            module_download(recipe.module, version)
     found: dict[str, Path] = {}
     for component, recipe in RECIPES.items():
         overrides = {b: profile.binaries.get(b) for b in recipe.binaries}

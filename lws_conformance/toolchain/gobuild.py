@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -70,29 +71,38 @@ def module_dir(component: str, version: str, source: str | None) -> Path:
 
 
 def _run_with_progress(cmd: list[str], cwd: Path, log: Path, label: str, progress: Progress) -> None:
+    """Run `cmd`, teeing output to `log`; report progress on a heartbeat (1 s on a terminal,
+    30 s otherwise, so CI logs stay short) whether or not the command prints anything."""
     start = time.monotonic()
+    interval = 1.0 if sys.stderr.isatty() else 30.0
     count = 0
-    last = 0.0
-    with log.open("a") as fh:
+    with log.open("a", buffering=1) as fh:
         fh.write(f"$ {' '.join(cmd)}\n")
-        fh.flush()
         proc = subprocess.Popen(
             cmd, cwd=cwd, env=_go_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-        assert proc.stdout is not None
-        try:
+
+        def pump() -> None:
+            nonlocal count
+            assert proc.stdout is not None
             for line in proc.stdout:
                 fh.write(line)
                 count += 1
-                now = time.monotonic()
-                if now - last >= (1.0 if sys.stderr.isatty() else 30.0):
-                    last = now
-                    progress(f"{label}: {count} packages, {now - start:.0f}s")
-            rc = proc.wait()
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        try:
+            while True:
+                try:
+                    rc = proc.wait(timeout=interval)
+                    break
+                except subprocess.TimeoutExpired:
+                    progress(f"{label}: {count} packages, {time.monotonic() - start:.0f}s")
         except BaseException:
             proc.kill()
             proc.wait()
             raise
+        reader.join()
     if rc != 0:
         tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
         raise InfraError(f"{label} failed ({tail[0]}); full log: {log}")

@@ -32,6 +32,7 @@ def _diag(k8s: client.ApiClient, namespace: str, cluster: ClusterHandle) -> Any:
     return run
 
 
+@pytest.mark.requirement("LWS-SMOKE-001")
 def test_lws_groups_come_up_named_on_fake_gpu_nodes(
     lwsc_cluster: ClusterHandle, k8s: client.ApiClient, namespace: str, objects: Objects
 ) -> None:
@@ -75,6 +76,7 @@ def test_lws_groups_come_up_named_on_fake_gpu_nodes(
             assert node_name in fake
 
 
+@pytest.mark.requirement("KUEUE-SMOKE-001")
 def test_kueue_admits_one_whole_group_and_gates_the_other(
     lwsc_cluster: ClusterHandle, k8s: client.ApiClient, namespace: str, objects: Objects, unique: str
 ) -> None:

@@ -1,0 +1,162 @@
+"""What a suite test works with: one namespace, its objects, and waits that explain themselves.
+
+Every wait here goes through `k8s.wait` (list + watch + deadline) and attaches, on timeout, the
+namespace's recent events and the controller log paths, so a red test says what happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from .k8s.client import to_dict
+from .k8s.objects import Objects
+from .k8s.wait import Predicate, observe, wait_for
+from .providers.base import ClusterHandle
+
+LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
+LWS_API = f"{LWS_GROUP}/{LWS_VERSION}"
+Obj = dict[str, Any]
+
+
+@dataclass
+class Scenario:
+    api: client.ApiClient
+    cluster: ClusterHandle
+    namespace: str
+    objects: Objects
+
+    # -- clients -------------------------------------------------------------------------
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    @property
+    def apps(self) -> client.AppsV1Api:
+        return client.AppsV1Api(self.api)
+
+    @property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api)
+
+    # -- objects -------------------------------------------------------------------------
+    def create(self, obj: Obj) -> Obj:
+        return self.objects.create(obj)
+
+    def lws(self, name: str) -> Obj:
+        return self.objects.get("LeaderWorkerSet", LWS_API, name)
+
+    def patch_lws(self, name: str, body: Any) -> Obj:
+        return self.objects.patch("LeaderWorkerSet", LWS_API, name, body)
+
+    def pods(self, selector: str | None = None) -> list[Obj]:
+        resp = self.core.list_namespaced_pod(self.namespace, label_selector=selector or "")
+        return [self._typed(p, "Pod") for p in resp.items]
+
+    def statefulsets(self) -> list[Obj]:
+        return [self._typed(s, "StatefulSet") for s in self.apps.list_namespaced_stateful_set(self.namespace).items]
+
+    def services(self) -> list[Obj]:
+        return [self._typed(s, "Service") for s in self.core.list_namespaced_service(self.namespace).items]
+
+    def revisions(self) -> list[Obj]:
+        items = self.apps.list_namespaced_controller_revision(self.namespace).items
+        return [self._typed(r, "ControllerRevision") for r in items]
+
+    def events(self) -> list[Obj]:
+        return [self._typed(e, "Event") for e in self.core.list_namespaced_event(self.namespace).items]
+
+    def _typed(self, obj: Any, kind: str) -> Obj:
+        d = to_dict(self.api, obj)
+        d.setdefault("kind", kind)
+        return d
+
+    # -- waits ---------------------------------------------------------------------------
+    def diagnose(self) -> str:
+        events = self.core.list_namespaced_event(self.namespace).items[-12:]
+        ev = "\n  ".join(f"{e.involved_object.kind}/{e.involved_object.name} {e.reason}: {e.message}" for e in events)
+        logs = ", ".join(f"{k}: {v}" for k, v in sorted(self.cluster.logs.items()) if k in ("lws", "kueue"))
+        return f"recent events in {self.namespace}:\n  {ev or 'none'}\ncontroller logs: {logs or 'n/a'}"
+
+    def wait_pods(self, predicate: Predicate, condition: str, timeout: float = 60, selector: str = "") -> Any:
+        return wait_for(
+            self.api,
+            self.core.list_namespaced_pod,
+            predicate,
+            what=f"pods in {self.namespace}" + (f" ({selector})" if selector else ""),
+            condition=condition,
+            timeout=timeout,
+            diagnose=self.diagnose,
+            namespace=self.namespace,
+            label_selector=selector,
+        )
+
+    def wait_statefulsets(self, predicate: Predicate, condition: str, timeout: float = 60) -> Any:
+        return wait_for(
+            self.api,
+            self.apps.list_namespaced_stateful_set,
+            predicate,
+            what=f"StatefulSets in {self.namespace}",
+            condition=condition,
+            timeout=timeout,
+            diagnose=self.diagnose,
+            namespace=self.namespace,
+        )
+
+    def wait_services(self, predicate: Predicate, condition: str, timeout: float = 60) -> Any:
+        return wait_for(
+            self.api,
+            self.core.list_namespaced_service,
+            predicate,
+            what=f"Services in {self.namespace}",
+            condition=condition,
+            timeout=timeout,
+            diagnose=self.diagnose,
+            namespace=self.namespace,
+        )
+
+    def wait_lws(self, name: str, predicate: Any, condition: str, timeout: float = 60) -> Obj:
+        """Wait until `predicate(lws)` holds for the LWS named `name`; returns the LWS."""
+
+        def check(objs: list[Obj]) -> Obj | None:
+            mine = [o for o in objs if o["metadata"]["name"] == name]
+            return mine[0] if mine and predicate(mine[0]) else None
+
+        result: Obj = wait_for(
+            self.api,
+            self.custom.list_namespaced_custom_object,
+            check,
+            what=f"LeaderWorkerSet {self.namespace}/{name}",
+            condition=condition,
+            timeout=timeout,
+            diagnose=self.diagnose,
+            group=LWS_GROUP,
+            version=LWS_VERSION,
+            namespace=self.namespace,
+            plural=LWS_PLURAL,
+        )
+        return result
+
+    def wait_gone(self, list_fn: Any, condition: str, timeout: float = 60, **kwargs: Any) -> None:
+        wait_for(
+            self.api,
+            list_fn,
+            lambda objs: not objs,
+            what=f"objects in {self.namespace}",
+            condition=condition,
+            timeout=timeout,
+            diagnose=self.diagnose,
+            **kwargs,
+        )
+
+    def observe_pods(self, violation: Predicate, duration: float, selector: str = "") -> Any:
+        return observe(
+            self.api,
+            self.core.list_namespaced_pod,
+            violation,
+            duration=duration,
+            namespace=self.namespace,
+            label_selector=selector,
+        )

@@ -1,0 +1,80 @@
+"""User mistakes end in one line, exit code 2, and nothing left running."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lws_conformance.profile import load_profile
+from lws_conformance.toolchain import ensure_binaries
+
+BASE_PORT = 18100  # away from the default cluster's 16000 range, so this runs beside the e2e tests
+
+
+def lwsc(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lws_conformance.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("lwsc: error:")]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Iterator[dict[str, str]]:
+    env = {"LWSC_STATE_DIR": str(tmp_path / "state")}
+    yield env
+    # Nothing may be left running: every process we start names the state dir in its arguments.
+    marker = str(tmp_path).encode()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if marker in cmdline.read_bytes():
+                pytest.fail(f"process left running: {cmdline.read_bytes().replace(b'\0', b' ')!r}")
+        except OSError:
+            continue
+
+
+def test_unknown_profile_key(state: dict[str, str]) -> None:
+    assert_one_line_error(lwsc("--set", "topology.rackz=3", "up", env=state), "topology.rackz", "valid keys")
+
+
+def test_busy_port_names_the_port_and_the_fix(state: dict[str, str]) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", BASE_PORT + 2))
+        s.listen()
+        proc = lwsc("--set", f"network.base_port={BASE_PORT}", "up", env=state)
+    assert_one_line_error(proc, str(BASE_PORT + 2), "kube-apiserver", "network.base_port")
+
+
+def test_missing_go_toolchain(state: dict[str, str], tmp_path: Path) -> None:
+    env = {**state, "LWSC_CACHE_DIR": str(tmp_path / "empty-cache"), "PATH": "/usr/bin:/bin"}
+    assert_one_line_error(lwsc("--set", f"network.base_port={BASE_PORT}", "up", env=env), "Go toolchain")
+
+
+def test_unobtainable_version_fails_before_any_build(state: dict[str, str], tmp_path: Path) -> None:
+    env = {**state, "LWSC_CACHE_DIR": str(tmp_path / "empty-cache")}
+    proc = lwsc("--set", "versions.lws=v0.0.1", "--set", f"network.base_port={BASE_PORT}", "build", env=env)
+    assert_one_line_error(proc, "sigs.k8s.io/lws@v0.0.1", "versions.")
+    assert not (tmp_path / "empty-cache" / "bin").exists(), "nothing may be built before versions resolve"
+
+
+def test_component_dying_at_startup_names_it_and_its_log(state: dict[str, str]) -> None:
+    ensure_binaries(load_profile(), lambda _m: None)  # cached after `lwsc build`
+    proc = lwsc("--set", "binaries.etcd=/bin/false", "--set", f"network.base_port={BASE_PORT}", "up", env=state)
+    assert_one_line_error(proc, "etcd exited during start-up", "etcd.log")
