@@ -118,16 +118,22 @@ class LocalCluster:
         try:
             handle = self._start(binaries, progress)
         except BaseException:
-            self.down()
+            self.down(keep_logs=True)
             raise
         progress(f"cluster '{self.name}' ready in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
         return handle
 
-    def down(self) -> None:
-        """Stop every process this cluster started and remove its state."""
+    def down(self, keep_logs: bool = False) -> None:
+        """Stop every process this cluster started and remove its state (but for the logs, when
+        a failed start-up's error message points at them)."""
         for rec in reversed(self._ordered(self.records())):
             process.stop(rec)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not keep_logs:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            return
+        for child in self.dir.iterdir() if self.dir.is_dir() else []:
+            if child.name != "logs":
+                shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
 
     def stop_component(self, component: str) -> None:
         """Fault hook: stop one process (e.g. the LWS controller) without touching the rest."""

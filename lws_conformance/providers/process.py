@@ -66,7 +66,22 @@ def start(name: str, argv: list[str], log: Path, pid_dir: Path, env: dict[str, s
         )
     rec = ProcRecord(name=name, pid=proc.pid, exe=argv[0], log=str(log))
     rec.save(pid_dir)
+    _await_exec(proc, argv[0])
     return rec
+
+
+def _await_exec(proc: subprocess.Popen[bytes], exe: str, limit: float = 5.0) -> None:
+    """Return once the child runs `exe` (or has exited): before exec, /proc shows the forked
+    Python, and `alive()` would wrongly call a starting process dead."""
+    target = os.path.realpath(exe)
+    deadline = time.monotonic() + limit
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if os.readlink(f"/proc/{proc.pid}/exe") == target:
+                return
+        except OSError:
+            pass
+        time.sleep(0.001)
 
 
 def stop(rec: ProcRecord, grace: float = 3.0) -> None:
