@@ -76,5 +76,5 @@ def test_unobtainable_version_fails_before_any_build(state: dict[str, str], tmp_
 
 def test_component_dying_at_startup_names_it_and_its_log(state: dict[str, str]) -> None:
     ensure_binaries(load_profile(), lambda _m: None)  # cached after `lwsc build`
-    proc = lwsc("--set", "binaries.etcd=/bin/false", "--set", f"network.base_port={BASE_PORT}", "up", env=state)
+    proc = lwsc("--set", "binaries.etcd=/bin/false", "--set", f"network.base_port={BASE_PORT + 100}", "up", env=state)
     assert_one_line_error(proc, "etcd exited during start-up", "etcd.log")
