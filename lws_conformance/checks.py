@@ -31,7 +31,8 @@ def lws_groups_named_on_gpu_nodes(sc: Scenario, name: str = "sm", timeout: float
         node_name = pod["spec"].get("nodeName")
         assert node_name, f"pod {pod['metadata']['name']} is not bound"
         node = sc.core.read_node(node_name)
-        assert (node.status.allocatable or {}).get(topo.gpu_resource), f"{node_name} has no {topo.gpu_resource}"
+        allocatable = (node.status.allocatable if node.status else None) or {}
+        assert allocatable.get(topo.gpu_resource), f"{node_name} has no {topo.gpu_resource}"
         if fake is not None:
             assert node_name in fake, f"{node_name} is not one of the harness's fake nodes"
 
