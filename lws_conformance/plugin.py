@@ -28,6 +28,7 @@ from .k8s.objects import RUN_LABEL, Objects, sweep_run
 from .profile import load_profile
 from .providers.base import ClusterHandle
 from .providers.local import LocalCluster, state_root
+from .report import summary
 from .scenario import Scenario
 from .toolchain import cache as bincache
 
@@ -42,6 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--lwsc-set", action="append", default=[], help="profile override key=value")
     g.addoption("--lwsc-run-id", help="run id (namespaces and reports are named from it)")
     g.addoption("--lwsc-keep", action="store_true", help="leave an on-demand local cluster up")
+    g.addoption("--lwsc-report-dir", help="write summary.json / summary.md (per-requirement verdicts) here")
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -187,3 +189,47 @@ def _requirement_gate(request: pytest.FixtureRequest) -> None:
 def scenario(k8s: client.ApiClient, lwsc_cluster: ClusterHandle, namespace: str, objects: Objects) -> Scenario:
     """The test's namespace, objects and self-explaining waits (see `lws_conformance.scenario`)."""
     return Scenario(k8s, lwsc_cluster, namespace, objects)
+
+
+def _outcome(report: pytest.TestReport) -> tuple[str, str] | None:
+    """(outcome, detail) for the phase that decides a test's result, else None."""
+    if hasattr(report, "wasxfail"):
+        if report.skipped:
+            return "xfail", str(report.wasxfail)
+        if report.passed and report.when == "call":
+            return "xpass", str(report.wasxfail)
+    if report.failed:
+        return ("failed" if report.when == "call" else "error"), str(report.longreprtext)[:2000]
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        return "skipped", str(reason).removeprefix("Skipped: ")
+    if report.when == "call":
+        return "passed", ""
+    return None
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect results in the controller (xdist forwards workers' reports here); the worst
+    phase decides (a teardown error fails a test whose call passed)."""
+    reqs = [str(v) for k, v in report.user_properties if k == "requirement"]
+    outcome = _outcome(report)
+    if not reqs or outcome is None:
+        return
+    res = _RESULTS.setdefault(report.nodeid, summary.TestResult(report.nodeid, outcome[0], 0.0, reqs, outcome[1]))
+    res.duration += report.duration
+    if _RANK[outcome[0]] > _RANK[res.outcome]:
+        res.outcome, res.detail = outcome
+
+
+_RANK = {"passed": 0, "skipped": 1, "xfail": 2, "xpass": 3, "error": 4, "failed": 5}
+_RESULTS: dict[str, summary.TestResult] = {}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    out = session.config.getoption("--lwsc-report-dir")
+    if not out or _is_worker(session.config):
+        return
+    handle_path = session.config.getoption("--lwsc-handle")
+    versions = ClusterHandle.from_json(Path(handle_path).read_text()).versions if handle_path else {}
+    rows = summary.build(catalogue.default(), list(_RESULTS.values()))
+    summary.write(Path(out), rows, {"run_id": session.config._lwsc_run_id, "versions": versions})  # type: ignore[attr-defined]
