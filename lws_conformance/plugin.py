@@ -133,23 +133,31 @@ def k8s(lwsc_cluster: ClusterHandle) -> Iterator[client.ApiClient]:
     api.close()
 
 
-@pytest.fixture
-def namespace(request: pytest.FixtureRequest, k8s: client.ApiClient, run_id: str) -> Iterator[str]:
-    """A fresh namespace for this test, named from the run id; deleted afterwards."""
-    digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:8]
+def _create_namespace(api: client.ApiClient, run_id: str, nodeid: str) -> str:
+    digest = hashlib.sha1(nodeid.encode()).hexdigest()[:8]
     name = f"lwsc-{run_id}-{digest}"
-    core = client.CoreV1Api(k8s)
-    core.create_namespace(
+    client.CoreV1Api(api).create_namespace(
         client.V1Namespace(
             metadata=client.V1ObjectMeta(name=name, labels={RUN_LABEL: run_id, "lwsc.x-k8s.io/test": digest})
         )
     )
-    yield name
+    return name
+
+
+def _delete_namespace(api: client.ApiClient, name: str) -> None:
     try:
-        core.delete_namespace(name)
+        client.CoreV1Api(api).delete_namespace(name)
     except ApiException as exc:
         if exc.status != 404:
             raise
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, k8s: client.ApiClient, run_id: str) -> Iterator[str]:
+    """A fresh namespace for this test, named from the run id; deleted afterwards."""
+    name = _create_namespace(k8s, run_id, request.node.nodeid)
+    yield name
+    _delete_namespace(k8s, name)
 
 
 @pytest.fixture
@@ -233,3 +241,38 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     versions = ClusterHandle.from_json(Path(handle_path).read_text()).versions if handle_path else {}
     rows = summary.build(catalogue.default(), list(_RESULTS.values()))
     summary.write(Path(out), rows, {"run_id": session.config._lwsc_run_id, "versions": versions})  # type: ignore[attr-defined]
+
+
+PRIVATE_BASE_PORT = 19000
+
+
+@pytest.fixture(scope="session")
+def private_cluster(request: pytest.FixtureRequest, run_id: str) -> Iterator[LocalCluster]:
+    """A local cluster of this xdist worker's own, for tests that break things (stop a
+    controller, remove a webhook, fail a node): the shared cluster is never disrupted.
+    Tests must restore what they break; the cluster is brought down at the end."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    port = PRIVATE_BASE_PORT + 100 * int(worker.removeprefix("gw") or 0)
+    opt = request.config.getoption
+    try:
+        profile = load_profile(opt("--lwsc-profile"), [*opt("--lwsc-set"), f"network.base_port={port}"])
+        cluster = LocalCluster(profile, name=f"private-{run_id}-{worker}")
+        cluster.up(lambda msg: print(f"[lwsc private] {msg}", file=sys.stderr, flush=True))
+    except LwscError as exc:
+        pytest.exit(f"lwsc: {exc}", returncode=exc.exit_code)
+    yield cluster
+    cluster.down()
+
+
+@pytest.fixture
+def private_scenario(private_cluster: LocalCluster, run_id: str, request: pytest.FixtureRequest) -> Iterator[Scenario]:
+    """Like `scenario`, on the worker's private cluster."""
+    handle = private_cluster.handle()
+    assert handle is not None
+    api = api_client(handle.kubeconfig)
+    name = _create_namespace(api, run_id, request.node.nodeid)
+    objects = Objects(api, run_id, name)
+    yield Scenario(api, handle, name, objects)
+    objects.delete_created()
+    _delete_namespace(api, name)
+    api.close()
