@@ -8,6 +8,7 @@ Ctrl-C and a CI kill both go through the same cleanup.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -19,6 +20,8 @@ from .errors import LwscError, UserError
 from .profile import load_profile
 from .providers import process
 from .providers.local import ORDER, LocalCluster, state_root
+from .report import render
+from .toolchain import cache as bincache
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -80,15 +83,39 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0 if cluster.running() else 1
 
 
+def _selection(args: argparse.Namespace) -> list[str]:
+    """Hydrophone-style selection mapped onto pytest: --focus/--skip are -k expressions
+    (requirement ids are test keywords too, so `--focus LWS-NAME` works)."""
+    parts = [f"({args.focus})"] if args.focus else []
+    if args.skip:
+        parts.append(f"not ({args.skip})")
+    return ["-k", " and ".join(parts)] if parts else []
+
+
+def _exit_code(pytest_rc: int, run_dir: Path) -> int:
+    """0 all applicable requirements passed; 1 a requirement failed; 3 harness/infra broken."""
+    summary_file = run_dir / "summary.json"
+    if not summary_file.is_file():
+        return 3
+    totals = json.loads(summary_file.read_text()).get("totals", {})
+    if totals.get("failed"):
+        return 1
+    return 0 if pytest_rc == 0 else 3
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """The main job: bring up (or reuse) the local cluster, run the suites, write reports/."""
     cluster = _cluster(args)
+    if args.dry_run:
+        cmd = [sys.executable, "-m", "pytest", str(PROJECT / "suites"), "--collect-only", "-q", *_selection(args)]
+        return subprocess.call(cmd, cwd=PROJECT)
     was_running = cluster.running()
     handle = cluster.up(_progress)
     run_id = time.strftime("%Y%m%d-%H%M%S")
-    out = Path(args.reports) / run_id
+    reports = Path(args.reports)
+    out = reports / run_id
     out.mkdir(parents=True, exist_ok=True)
-    latest = Path(args.reports) / "latest"
+    latest = reports / "latest"
     if latest.is_symlink() or latest.exists():
         latest.unlink()
     latest.symlink_to(run_id)
@@ -97,9 +124,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         "-m",
         "pytest",
         str(PROJECT / "suites"),
+        *_selection(args),
         f"--lwsc-handle={cluster.handle_file}",
-        f"--lwsc-run-id={run_id}",
+        f"--lwsc-run-id={run_id.replace('-', '')[4:]}",
+        f"--lwsc-report-dir={out}",
+        f"--lwsc-profile={args.profile}",
         f"--junitxml={out / 'junit_01.xml'}",
+        "-o",
+        "junit_family=xunit2",
         f"--alluredir={out / 'allure-results'}",
         "-n",
         str(args.workers),
@@ -109,11 +141,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     ]
     _progress(f"running suites against {handle.kubeconfig}; reports in {out}")
     try:
-        rc = subprocess.call(cmd, cwd=PROJECT)
+        rc = _tee(cmd, out / "e2e.log")
     finally:
         if not was_running and not args.keep:
             cluster.down()
-    return {0: 0, 1: 1, 5: 2}.get(rc, 3)
+    if (out / "results.json").is_file():
+        render.render(out, bincache.cache_root() / "node")
+    code = _exit_code(rc, out)
+    _progress(f"done: {out / 'summary.md'} (exit {code})")
+    return code
+
+
+def _tee(cmd: list[str], log: Path) -> int:
+    """Run `cmd`, copying its output to the terminal and to `log` (the CNCF-style e2e.log)."""
+    with log.open("w") as fh:
+        proc = subprocess.Popen(cmd, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            fh.write(line)
+        return proc.wait()
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Re-render a run directory offline from its recorded results."""
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "results.json").is_file():
+        raise UserError(f"{run_dir} has no results.json; give a reports/<run-id> directory of `lwsc run`")
+    doc = render.render(run_dir, bincache.cache_root() / "node")
+    print(run_dir / "summary.md")
+    return 1 if doc.get("totals", {}).get("failed") else 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -137,7 +194,12 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("down", help="stop every process of the local cluster and remove its state")
     sub.add_parser("status", help="show each component, its pid and log file")
     sub.add_parser("kubeconfig", help="print the admin kubeconfig path")
+    rep = sub.add_parser("report", help="re-render a run directory (summary, HTML, PRODUCT.yaml) offline")
+    rep.add_argument("run_dir")
     run = sub.add_parser("run", help="main job: up (or reuse), run the suites, write reports/")
+    run.add_argument("--focus", help="run only tests matching this pytest -k expression (e.g. a requirement id)")
+    run.add_argument("--skip", help="skip tests matching this pytest -k expression")
+    run.add_argument("--dry-run", action="store_true", help="list what would run, run nothing")
     run.add_argument("--reports", default=str(PROJECT / "reports"))
     run.add_argument("-n", "--workers", default="2", help="pytest-xdist workers (default 2)")
     run.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")

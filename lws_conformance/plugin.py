@@ -28,7 +28,7 @@ from .k8s.objects import RUN_LABEL, Objects, sweep_run
 from .profile import load_profile
 from .providers.base import ClusterHandle
 from .providers.local import LocalCluster, state_root
-from .report import summary
+from .report import evidence, render, summary
 from .scenario import Scenario
 from .toolchain import cache as bincache
 
@@ -234,13 +234,34 @@ _RESULTS: dict[str, summary.TestResult] = {}
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In the controller: results.json, per-requirement summary and Allure metadata."""
     out = session.config.getoption("--lwsc-report-dir")
     if not out or _is_worker(session.config):
         return
     handle_path = session.config.getoption("--lwsc-handle")
-    versions = ClusterHandle.from_json(Path(handle_path).read_text()).versions if handle_path else {}
+    handle = ClusterHandle.from_json(Path(handle_path).read_text()) if handle_path else None
+    meta = {
+        "run_id": session.config._lwsc_run_id,  # type: ignore[attr-defined]
+        "versions": handle.versions if handle else {},
+        "provider": handle.provider if handle else "unknown",
+        "profile": session.config.getoption("--lwsc-profile"),
+        "started": _STARTED.get("at", ""),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    run_dir = Path(out)
+    render.save_results(run_dir, list(_RESULTS.values()), meta)
     rows = summary.build(catalogue.default(), list(_RESULTS.values()))
-    summary.write(Path(out), rows, {"run_id": session.config._lwsc_run_id, "versions": versions})  # type: ignore[attr-defined]
+    summary.write(run_dir, rows, meta)
+    allure_dir = session.config.getoption("--alluredir", None)
+    if allure_dir:
+        evidence.write_allure_metadata(Path(allure_dir), meta["versions"], meta["provider"], meta["profile"])
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _STARTED["at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+_STARTED: dict[str, str] = {}
 
 
 PRIVATE_BASE_PORT = 19000
@@ -276,3 +297,10 @@ def private_scenario(private_cluster: LocalCluster, run_id: str, request: pytest
     objects.delete_created()
     _delete_namespace(api, name)
     api.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Requirement ids become keywords, so `-k LWS-NAME` (and `lwsc run --focus`) selects them."""
+    for item in items:
+        for mark in item.iter_markers("requirement"):
+            item.extra_keyword_matches.add(str(mark.args[0]))

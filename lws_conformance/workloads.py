@@ -101,3 +101,73 @@ def local_queue(name: str, cluster_queue_name: str) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"clusterQueue": cluster_queue_name},
     }
+
+
+# -- Kueue gang admission / TAS helpers (suites/kueue) -------------------------------------
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+TAS_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+TAS_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+TAS_GROUP = "kueue.x-k8s.io/podset-group-name"
+
+
+def topology(name: str, levels: list[str]) -> dict[str, Any]:
+    """A Kueue Topology; `levels` are node label keys ordered highest (e.g. block) to lowest."""
+    return {
+        "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+        "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": [{"nodeLabel": lbl} for lbl in levels]},
+    }
+
+
+def workload_priority_class(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "description": f"lws-conformance priority {value}",
+    }
+
+
+def set_requests(obj: dict[str, Any], role: str, requests: dict[str, str]) -> dict[str, Any]:
+    """Set container requests on the `role` ("leader"/"worker") template, in place; returns `obj`.
+
+    Extended resources (names with a "/", e.g. nvidia.com/gpu) also get an equal limit: the
+    apiserver rejects a request without a limit for non-overcommitable resources.
+    """
+    tpl = obj["spec"]["leaderWorkerTemplate"][f"{role}Template"]
+    for c in tpl["spec"]["containers"]:
+        res = c.setdefault("resources", {})
+        res["requests"] = {**(res.get("requests") or {}), **requests}
+        ext = {k: v for k, v in requests.items() if "/" in k}
+        if ext:
+            res["limits"] = {**(res.get("limits") or {}), **ext}
+    return obj
+
+
+def set_tas(
+    obj: dict[str, Any], level: str, *, required: bool = True, group: str | None = "lws-group"
+) -> dict[str, Any]:
+    """Annotate leader and worker templates with a TAS constraint (and a shared podset group), in place."""
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    for key in ("leaderTemplate", "workerTemplate"):
+        if key not in lwt:
+            continue
+        ann = lwt[key].setdefault("metadata", {}).setdefault("annotations", {})
+        ann[TAS_REQUIRED if required else TAS_PREFERRED] = level
+        if group:
+            ann[TAS_GROUP] = group
+    return obj
+
+
+def lws_workload_name(lws_name: str, lws_uid: str, group_index: int) -> str:
+    """Kueue's Workload name for LWS group `group_index`: leaderworkerset-<name>-<idx>-<h5>.
+
+    h5 = first 5 hex chars of SHA-1 over "LeaderWorkerSet\\nleaderworkerset.x-k8s.io\\n<name>-<idx>\\n<uid>"
+    (kueue pkg/controller/jobframework/workload_names.go; kueue-behaviour.md §3.4).
+    """
+    import hashlib
+
+    key = f"LeaderWorkerSet\n{LWS_GROUP}\n{lws_name}-{group_index}\n{lws_uid}"
+    return f"leaderworkerset-{lws_name}-{group_index}-{hashlib.sha1(key.encode()).hexdigest()[:5]}"

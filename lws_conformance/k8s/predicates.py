@@ -51,3 +51,25 @@ def expected_pod_names(lws_name: str, replicas: int, size: int) -> set[str]:
         out.add(f"{lws_name}-{i}")
         out.update(f"{lws_name}-{i}-{j}" for j in range(1, size))
     return out
+
+
+# -- Kueue pod-group helpers (suites/kueue) --------------------------------------------------
+POD_GROUP_NAME = "kueue.x-k8s.io/pod-group-name"
+
+
+def kueue_pod_group(pod: Obj) -> str | None:
+    """The Kueue pod-group (Workload) name of a pod: a label in Kueue 0.17, an annotation in 0.18+."""
+    meta = pod.get("metadata") or {}
+    name: str | None = (meta.get("labels") or {}).get(POD_GROUP_NAME) or (meta.get("annotations") or {}).get(
+        POD_GROUP_NAME
+    )
+    return name
+
+
+def bound(pod: Obj) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def held(pod: Obj) -> bool:
+    """Still held back by Kueue: admission-gated, not bound to a node, not running."""
+    return gated(pod) and not bound(pod) and (pod.get("status") or {}).get("phase") != "Running"

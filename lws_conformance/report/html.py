@@ -1,0 +1,77 @@
+"""The HTML report: Allure 3 single-file HTML when Node and npm are there, and always a
+self-contained fallback (requirement table + timeline pictures inlined) that needs nothing.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+ALLURE_NPM = "allure@3.18.0"
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}
+th{background:#f0f0f0;text-align:left}.passed{color:#1a7f37}.failed{color:#cf222e;font-weight:bold}
+.xfail{color:#9a6700}.not-applicable,.not-run{color:#6e7781}figure{margin:1em 0}
+"""
+
+
+def fallback(run_dir: Path, summary: dict[str, Any]) -> Path:
+    """`index.html`: versions, totals, one row per requirement, and every timeline SVG inlined."""
+    rows = "\n".join(
+        f"<tr><td>{html.escape(r['id'])}</td><td class='{r['verdict']}'>{r['verdict']}</td>"
+        f"<td>{html.escape(', '.join(f'{k} {v}' for k, v in r['since'].items()))}</td>"
+        f"<td>{html.escape(r['must'])}</td><td>{r['duration']}</td>"
+        f"<td>{html.escape((r.get('detail') or '').splitlines()[0][:200] if r.get('detail') else '')}</td></tr>"
+        for r in summary.get("requirements", [])
+    )
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(summary.get("versions", {}).items()))
+    totals = ", ".join(f"{k}: {v}" for k, v in summary.get("totals", {}).items())
+    pictures = "\n".join(
+        f"<figure>{svg.read_text()}<figcaption>{html.escape(str(svg.relative_to(run_dir)))}</figcaption></figure>"
+        for svg in sorted(run_dir.rglob("*.svg"))
+    )
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>lws-conformance {summary.get('run_id', '')}"
+        f"</title><style>{_STYLE}</style></head><body><h1>lws-conformance run {summary.get('run_id', '')}</h1>"
+        f"<p>Versions: {html.escape(versions)}</p><p>Totals: {html.escape(totals)}</p>"
+        "<h2>Requirements</h2><table id='requirements'><tr><th>id</th><th>verdict</th><th>since</th>"
+        f"<th>MUST</th><th>seconds</th><th>detail</th></tr>{rows}</table>"
+        f"<h2>Timelines</h2>{pictures or '<p>No timeline pictures in this run.</p>'}</body></html>"
+    )
+    out = run_dir / "index.html"
+    out.write_text(page)
+    return out
+
+
+def allure_single_file(run_dir: Path, tools_dir: Path) -> Path | None:
+    """Allure 3 single-file HTML via the npm `allure` package (no Java); None without Node."""
+    results = run_dir / "allure-results"
+    if not results.is_dir() or not shutil.which("npm") or not shutil.which("node"):
+        return None
+    cli = tools_dir / "node_modules" / ".bin" / "allure"
+    if not cli.exists():
+        tools_dir.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(tools_dir), ALLURE_NPM],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            return None
+    config = run_dir / "allurerc.json"
+    config.write_text(
+        json.dumps({"name": "lws-conformance", "plugins": {"awesome": {"options": {"singleFile": True}}}})
+    )
+    out = run_dir / "allure-report"
+    proc = subprocess.run(
+        [str(cli), "generate", str(results), "--config", str(config), "--output", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    index = out / "index.html"
+    return index if proc.returncode == 0 and index.is_file() else None
