@@ -9,14 +9,16 @@ that started it, unless `--lwsc-keep`.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
+import allure
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -304,3 +306,43 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for mark in item.iter_markers("requirement"):
             item.extra_keyword_matches.add(str(mark.args[0]))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """On failure, attach what a reviewer needs: the namespace's objects and controller log tails."""
+    report: pytest.TestReport = yield
+    sc = getattr(item, "funcargs", {}).get("scenario") or getattr(item, "funcargs", {}).get("private_scenario")
+    if report.failed and report.when == "call" and isinstance(sc, Scenario):
+        try:
+            attach_failure_evidence(sc)
+        except Exception as exc:  # evidence must never mask the failure itself
+            allure.attach(f"could not collect evidence: {exc}", "evidence error", allure.attachment_type.TEXT)
+    return report
+
+
+def attach_failure_evidence(sc: Scenario) -> None:
+    def custom_items(group: str, version: str, plural: str) -> list[Any]:
+        try:
+            listing = sc.custom.list_namespaced_custom_object(group, version, sc.namespace, plural)
+        except ApiException:
+            return []  # e.g. Kueue not installed
+        return list(listing.get("items", [])) if isinstance(listing, dict) else []
+
+    listings = {
+        "LeaderWorkerSets": custom_items("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
+        "Workloads": custom_items("kueue.x-k8s.io", "v1beta2", "workloads"),
+        "StatefulSets": sc.statefulsets(),
+        "Pods": sc.pods(),
+        "Events": sc.events(),
+    }
+    for title, items in listings.items():
+        body = json.dumps(items, indent=1, default=str)
+        allure.attach(body, f"{title} in {sc.namespace}", allure.attachment_type.JSON)
+    for component in ("lws", "kueue"):
+        path = sc.cluster.logs.get(component)
+        if path and Path(path).is_file():
+            tail = Path(path).read_text(errors="replace").splitlines()[-200:]
+            allure.attach("\n".join(tail), f"{component} controller log (tail)", allure.attachment_type.TEXT)

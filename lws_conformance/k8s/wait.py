@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import allure
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
@@ -58,7 +59,8 @@ def wait_for(
     `list_fn` is a list call of the Python client (e.g. `CoreV1Api(api).list_namespaced_pod`),
     `list_kwargs` its arguments (namespace, label_selector, ...). `objects` are plain dicts.
     """
-    return _run(api, list_fn, predicate, what, condition, timeout, diagnose, True, list_kwargs)
+    with allure.step(f"wait up to {timeout:.0f}s for {what}: {condition}"):
+        return _run(api, list_fn, predicate, what, condition, timeout, diagnose, True, list_kwargs)
 
 
 def observe(
@@ -73,7 +75,8 @@ def observe(
 
     For "X must never happen during the window": every event is checked, not a final sample.
     """
-    return _run(api, list_fn, violation, "", "", duration, None, False, list_kwargs)
+    with allure.step(f"observe for {duration:.0f}s that no violation occurs"):
+        return _run(api, list_fn, violation, "", "", duration, None, False, list_kwargs)
 
 
 def _run(

@@ -1,0 +1,433 @@
+"""Faults, as a chaostoolkit extension (`provider: {type: python, module: lws_conformance.chaos.actions}`).
+
+Each fault is (target selector, quantity, duration), goes through `safety` first, returns the
+targets it touched (journal-friendly dicts) and, with `dry_run=True`, only lists what it would
+touch. Faults that stay in effect (a stopped controller, a failed node) register their undo in
+the safety ledger; with a `duration` they undo themselves in a `finally`, so even a Ctrl-C during
+the fault window restores them.
+
+chaostoolkit passes `configuration`: `kubeconfig` (path; env `LWSC_KUBECONFIG`), `namespace`
+(env `LWSC_NAMESPACE`) and optionally `lwsc_disposable_cluster` (see `safety.local_cluster`).
+
+How kwok stands in for a kubelet (local-control-plane.md §3.9): a container restart is a JSON
+patch raising `restartCount` on the status subresource (phase stays Running); a failed pod is a
+status patch to phase Failed; a node failure is the node leaving kwok's management, so its
+Lease stops being renewed and KCM declares it NotReady after the node-monitor grace period.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+
+from ..k8s.client import api_client, to_dict
+from ..k8s.wait import wait_for
+from ..providers import process
+from ..providers.local import LocalCluster
+from ..providers.nodes import KWOK_ANNOTATION
+from . import safety
+
+Obj = dict[str, Any]
+Configuration = dict[str, Any] | None
+LWS_PREFIX = "leaderworkerset.sigs.k8s.io/"
+JSON_PATCH = "application/json-patch+json"
+
+
+# -- context ---------------------------------------------------------------------------------
+
+
+def kubeconfig_of(configuration: Configuration) -> str:
+    kc = (configuration or {}).get("kubeconfig") or os.environ.get("LWSC_KUBECONFIG")
+    if not kc:
+        raise safety.ChaosRefused("no kubeconfig: set configuration.kubeconfig or LWSC_KUBECONFIG")
+    return str(kc)
+
+
+def namespace_of(configuration: Configuration, namespace: str | None = None) -> str | None:
+    return namespace or (configuration or {}).get("namespace") or os.environ.get("LWSC_NAMESPACE")
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def group_selector(lws: str, group: int | str | None = None, worker: int | str | None = None) -> str:
+    """Label selector for an LWS's pods, one group, or one pod of a group (worker 0 = leader)."""
+    parts = [f"{LWS_PREFIX}name={lws}"]
+    if group is not None:
+        parts.append(f"{LWS_PREFIX}group-index={group}")
+    if worker is not None:
+        parts.append(f"{LWS_PREFIX}worker-index={worker}")
+    return ",".join(parts)
+
+
+def _select_pods(
+    core: client.CoreV1Api, namespace: str | None, label_selector: str | None, quantity: int | str | None
+) -> tuple[str, list[Obj]]:
+    selector = safety.require_selector(label_selector, "pod")
+    ns = safety.check_namespace(core, namespace)
+    pods = [to_dict(core.api_client, p) for p in core.list_namespaced_pod(ns, label_selector=selector).items]
+    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    return ns, safety.pick(live, safety.parse_quantity(quantity))
+
+
+def _target(pod: Obj, **extra: Any) -> Obj:
+    meta = pod["metadata"]
+    return {"name": meta["name"], "uid": meta["uid"], "node": (pod.get("spec") or {}).get("nodeName"), **extra}
+
+
+# -- pod faults (safe on a shared cluster: they stay inside the test's own namespace) ----------
+
+
+def kill_pods(
+    label_selector: str,
+    quantity: int | str = 1,
+    namespace: str | None = None,
+    grace_period: int | None = None,
+    dry_run: bool = False,
+    configuration: Configuration = None,
+) -> list[Obj]:
+    """Delete `quantity` pods matching `label_selector` in a harness namespace."""
+    api = api_client(kubeconfig_of(configuration))
+    try:
+        core = client.CoreV1Api(api)
+        ns, pods = _select_pods(core, namespace_of(configuration, namespace), label_selector, quantity)
+        if not pods:
+            raise safety.ChaosRefused(f"no live pod in {ns} matches {label_selector!r}")
+        if not dry_run:
+            for p in pods:
+                core.delete_namespaced_pod(p["metadata"]["name"], ns, grace_period_seconds=grace_period)
+        return [_target(p) for p in pods]
+    finally:
+        api.close()
+
+
+def kill_leader_pod(
+    lws: str, group: int = 0, namespace: str | None = None, dry_run: bool = False, configuration: Configuration = None
+) -> list[Obj]:
+    return kill_pods(group_selector(lws, group, 0), 1, namespace, None, dry_run, configuration)
+
+
+def kill_worker_pod(
+    lws: str,
+    group: int = 0,
+    worker: int = 1,
+    namespace: str | None = None,
+    dry_run: bool = False,
+    configuration: Configuration = None,
+) -> list[Obj]:
+    if int(worker) < 1:
+        raise safety.ChaosRefused("worker index must be >= 1 (0 is the leader: use kill_leader_pod)")
+    return kill_pods(group_selector(lws, group, worker), 1, namespace, None, dry_run, configuration)
+
+
+def restart_containers(
+    label_selector: str,
+    quantity: int | str = 1,
+    container: str | None = None,
+    namespace: str | None = None,
+    dry_run: bool = False,
+    configuration: Configuration = None,
+) -> list[Obj]:
+    """Report a container restart the way a kubelet would: `restartCount` + 1 and a terminated
+    `lastState`, by JSON patch on the status subresource. The phase stays Running; `test` ops make
+    the patch fail instead of clobbering a concurrent change."""
+    api = api_client(kubeconfig_of(configuration))
+    try:
+        core = client.CoreV1Api(api)
+        ns, pods = _select_pods(core, namespace_of(configuration, namespace), label_selector, quantity)
+        if not pods:
+            raise safety.ChaosRefused(f"no live pod in {ns} matches {label_selector!r}")
+        out = []
+        for p in pods:
+            statuses = (p.get("status") or {}).get("containerStatuses") or []
+            idx = next((i for i, c in enumerate(statuses) if container in (None, c["name"])), None)
+            if idx is None or p["status"].get("phase") != "Running":
+                raise safety.ChaosRefused(f"pod {p['metadata']['name']} has no running container {container or ''}")
+            count = int(statuses[idx].get("restartCount") or 0)
+            started = ((statuses[idx].get("state") or {}).get("running") or {}).get("startedAt") or _now()
+            patch = [
+                {"op": "test", "path": "/metadata/uid", "value": p["metadata"]["uid"]},
+                {"op": "test", "path": "/status/phase", "value": "Running"},
+                {"op": "test", "path": f"/status/containerStatuses/{idx}/restartCount", "value": count},
+                {"op": "replace", "path": f"/status/containerStatuses/{idx}/restartCount", "value": count + 1},
+                {
+                    "op": "add",
+                    "path": f"/status/containerStatuses/{idx}/lastState",
+                    "value": {
+                        "terminated": {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": _now()}
+                    },
+                },
+            ]
+            if not dry_run:
+                core.patch_namespaced_pod_status(p["metadata"]["name"], ns, patch, _content_type=JSON_PATCH)
+            out.append(_target(p, container=statuses[idx]["name"], restart_count=count + (0 if dry_run else 1)))
+        return out
+    finally:
+        api.close()
+
+
+def fail_pods(
+    label_selector: str,
+    quantity: int | str = 1,
+    namespace: str | None = None,
+    dry_run: bool = False,
+    configuration: Configuration = None,
+) -> list[Obj]:
+    """Turn pods Failed (status subresource): every container terminated with exit code 1."""
+    api = api_client(kubeconfig_of(configuration))
+    try:
+        core = client.CoreV1Api(api)
+        ns, pods = _select_pods(core, namespace_of(configuration, namespace), label_selector, quantity)
+        if not pods:
+            raise safety.ChaosRefused(f"no live pod in {ns} matches {label_selector!r}")
+        now = _now()
+        for p in pods if not dry_run else []:
+            statuses = [
+                {
+                    **c,
+                    "ready": False,
+                    "started": False,
+                    "state": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": now}},
+                }
+                for c in (p.get("status") or {}).get("containerStatuses") or []
+            ]
+            conds = [
+                {**c, "status": "False", "lastTransitionTime": now} if c["type"] in ("Ready", "ContainersReady") else c
+                for c in (p.get("status") or {}).get("conditions") or []
+            ]
+            body = {"status": {"phase": "Failed", "containerStatuses": statuses, "conditions": conds}}
+            core.patch_namespaced_pod_status(p["metadata"]["name"], ns, body)
+        return [_target(p) for p in pods]
+    finally:
+        api.close()
+
+
+# -- node failure (private cluster: the node leaves kwok, so its heartbeat stops) -------------
+
+
+def _node_ready(node: Obj) -> str | None:
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            status: str = c.get("status")
+            return status
+    return None
+
+
+def fail_nodes(
+    node_selector: str,
+    quantity: int | str = 1,
+    duration: float | None = None,
+    not_ready_within: float = 90,
+    dry_run: bool = False,
+    configuration: Configuration = None,
+) -> list[Obj]:
+    """Stop heartbeating for harness fake nodes and wait until KCM marks them NotReady.
+
+    The kwok annotation is removed, so kwok stops renewing the node's Lease (the heartbeat);
+    KCM's node-lifecycle controller declares Ready=Unknown after its grace period, taints the
+    node and marks its pods not Ready. With `duration`, the nodes are restored afterwards."""
+    selector = safety.require_selector(node_selector, "node")
+    api = api_client(kubeconfig_of(configuration))
+    core = client.CoreV1Api(api)
+    try:
+        nodes = [to_dict(api, n) for n in core.list_node(label_selector=selector).items]
+        safety.check_nodes(nodes)
+        chosen = safety.pick(nodes, safety.parse_quantity(quantity))
+        if not chosen:
+            raise safety.ChaosRefused(f"no node matches {selector!r}")
+        if dry_run:
+            return [{"name": n["metadata"]["name"]} for n in chosen]
+        out: list[Obj] = []
+        try:
+            for n in chosen:
+                name = n["metadata"]["name"]
+                capacity = dict((n.get("status") or {}).get("capacity") or {})
+                allocatable = dict((n.get("status") or {}).get("allocatable") or {})
+                safety.applied(
+                    f"node/{name}",
+                    f"node {name} not heartbeating",
+                    lambda name=name, c=capacity, a=allocatable: restore_node(name, c, a, configuration=configuration),
+                )
+                key = KWOK_ANNOTATION[0].replace("/", "~1")
+                core.patch_node(
+                    name, [{"op": "remove", "path": f"/metadata/annotations/{key}"}], _content_type=JSON_PATCH
+                )
+                out.append({"name": name, "stopped_at": time.monotonic()})
+            for t in out:
+                wait_for(
+                    api,
+                    core.list_node,
+                    lambda objs: bool(objs) and _node_ready(objs[0]) != "True",
+                    what=f"node {t['name']}",
+                    condition="Ready != True after its heartbeat stopped (KCM node-monitor grace period)",
+                    timeout=not_ready_within,
+                    field_selector=f"metadata.name={t['name']}",
+                )
+                t["not_ready_after_s"] = round(time.monotonic() - t.pop("stopped_at"), 1)
+            if duration:
+                threading.Event().wait(float(duration))
+        finally:
+            if duration:
+                for t in out:
+                    restore_node(t["name"], configuration=configuration)
+        return out
+    finally:
+        api.close()
+
+
+def restore_node(
+    name: str,
+    capacity: dict[str, str] | None = None,
+    allocatable: dict[str, str] | None = None,
+    ready_within: float = 60,
+    configuration: Configuration = None,
+) -> Obj:
+    """Bring a failed node back: kwok manages it again (heartbeat, Ready), its extended-resource
+    capacity is re-asserted (a re-registering kubelet may zero it), and its pods are reported
+    Ready again, as a returning kubelet would (kwok's stages only ready Pending pods)."""
+    api = api_client(kubeconfig_of(configuration))
+    core = client.CoreV1Api(api)
+    try:
+        node = to_dict(api, core.read_node(name))
+        safety.check_nodes([node])
+        key = KWOK_ANNOTATION[0].replace("/", "~1")
+        if not (node["metadata"].get("annotations") or {}).get(KWOK_ANNOTATION[0]):
+            op = "add" if node["metadata"].get("annotations") else "replace"
+            path = f"/metadata/annotations/{key}" if op == "add" else "/metadata/annotations"
+            value: Any = KWOK_ANNOTATION[1] if op == "add" else {KWOK_ANNOTATION[0]: KWOK_ANNOTATION[1]}
+            core.patch_node(name, [{"op": op, "path": path, "value": value}], _content_type=JSON_PATCH)
+        started = time.monotonic()
+        wait_for(
+            api,
+            core.list_node,
+            lambda objs: (
+                bool(objs)
+                and _node_ready(objs[0]) == "True"
+                and not [t for t in objs[0]["spec"].get("taints") or [] if t["key"].startswith("node.kubernetes.io/")]
+            ),
+            what=f"node {name}",
+            condition="Ready=True and untainted after kwok resumed its heartbeat",
+            timeout=ready_within,
+            field_selector=f"metadata.name={name}",
+        )
+        if capacity or allocatable:
+            core.patch_node_status(name, {"status": {"capacity": capacity or {}, "allocatable": allocatable or {}}})
+        now = _now()
+        revived = []
+        for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}").items:
+            pod = to_dict(api, p)
+            st = pod.get("status") or {}
+            if pod["metadata"].get("deletionTimestamp") or st.get("phase") != "Running":
+                continue
+            conds = st.get("conditions") or []
+            if all(c.get("status") == "True" for c in conds if c["type"] in ("Ready", "ContainersReady")):
+                continue
+            conds = [
+                {**c, "status": "True", "lastTransitionTime": now} if c["type"] in ("Ready", "ContainersReady") else c
+                for c in conds
+            ]
+            statuses = [{**c, "ready": True} for c in st.get("containerStatuses") or []]
+            core.patch_namespaced_pod_status(
+                pod["metadata"]["name"],
+                pod["metadata"]["namespace"],
+                {"status": {"conditions": conds, "containerStatuses": statuses}},
+            )
+            revived.append(pod["metadata"]["name"])
+        safety.restored(f"node/{name}")
+        return {"name": name, "ready_after_s": round(time.monotonic() - started, 1), "pods_reported_ready": revived}
+    finally:
+        api.close()
+
+
+# -- process faults (local provider, private or explicitly disposable cluster only) ----------
+
+
+def _cluster(configuration: Configuration, component: str) -> LocalCluster:
+    cluster = safety.local_cluster(kubeconfig_of(configuration), (configuration or {}).get("lwsc_disposable_cluster"))
+    safety.check_component(cluster, component)
+    return cluster
+
+
+def stop_component(
+    component: str, duration: float | None = None, dry_run: bool = False, configuration: Configuration = None
+) -> Obj:
+    """Kill a control-plane or controller process (e.g. `lws`, `kueue`); with `duration`, start it
+    again afterwards (also on Ctrl-C). Without, it stays down until `start_component` or the
+    ledger's `restore_all`."""
+    cluster = _cluster(configuration, component)
+    if dry_run:
+        return {"component": component, "cluster": cluster.name, "dry_run": True}
+    safety.applied(
+        f"process/{cluster.name}/{component}",
+        f"{component} stopped on {cluster.name}",
+        lambda: _start(cluster, component),
+    )
+    started = time.monotonic()
+    cluster.stop_component(component)
+    try:
+        if duration:
+            threading.Event().wait(float(duration))
+    finally:
+        if duration:
+            _start(cluster, component)
+    return {"component": component, "cluster": cluster.name, "down_s": round(time.monotonic() - started, 1)}
+
+
+def _start(cluster: LocalCluster, component: str) -> None:
+    if not any(r.name == component and _alive(r) for r in cluster.records()):
+        cluster.start_component(component)
+    safety.restored(f"process/{cluster.name}/{component}")
+
+
+def _alive(rec: process.ProcRecord) -> bool:
+    return process.alive(rec)
+
+
+def start_component(component: str, configuration: Configuration = None) -> Obj:
+    """Start a component stopped by `stop_component` (idempotent: a running one is left alone)."""
+    cluster = _cluster(configuration, component)
+    started = time.monotonic()
+    _start(cluster, component)
+    return {"component": component, "cluster": cluster.name, "ready_after_s": round(time.monotonic() - started, 1)}
+
+
+def kill_lws_controller(
+    duration: float | None = None, dry_run: bool = False, configuration: Configuration = None
+) -> Obj:
+    return stop_component("lws", duration, dry_run, configuration)
+
+
+def kill_kueue_controller(
+    duration: float | None = None, dry_run: bool = False, configuration: Configuration = None
+) -> Obj:
+    return stop_component("kueue", duration, dry_run, configuration)
+
+
+def restart_apiserver(downtime: float = 0, dry_run: bool = False, configuration: Configuration = None) -> Obj:
+    """Stop kube-apiserver, keep it down `downtime` seconds, start it again (always)."""
+    out = stop_component("kube-apiserver", downtime or 0.001, dry_run, configuration)
+    if not dry_run:
+        cluster = _cluster(configuration, "kube-apiserver")
+        dead = [r.name for r in cluster.records() if not _alive(r)]
+        out["components_down_after_restart"] = dead
+    return out
+
+
+def pending_faults() -> list[str]:
+    """Faults still in effect in this process (for a rollback's journal entry)."""
+    return safety.pending()
+
+
+def restore_all_faults(configuration: Configuration = None) -> Obj:
+    """Rollback: undo every fault this process still has in effect."""
+    before = safety.pending()
+    errors = safety.restore_all()
+    if errors:
+        raise RuntimeError("could not undo: " + "; ".join(errors))
+    return {"restored": before}

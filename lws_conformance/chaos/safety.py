@@ -1,0 +1,186 @@
+"""What a fault may touch, and how to undo it: the guard rails every action goes through.
+
+Why: chaos on a shared cluster must never hit someone else's pods, the cluster's own nodes or
+the shared control plane. So a fault only targets
+- pods in a namespace carrying the run label `lwsc.x-k8s.io/run` (made by the harness), and only
+  through a non-empty label selector (chaostoolkit-kubernetes' `terminate_pods` without one takes
+  every pod in the namespace; here that is refused);
+- nodes labelled `lwsc.x-k8s.io/managed=true` (the harness's fake nodes);
+- processes of a local cluster whose state directory the harness owns, and never the shared one:
+  only clusters named `private-*` (the per-worker `private_cluster`) or the one cluster named
+  explicitly by the `lwsc_disposable_cluster` configuration key.
+
+Each applied fault registers its undo in the ledger; `restore_all()` plays what is still pending.
+chaostoolkit swallows KeyboardInterrupt and skips rollbacks on an interrupted run, so the ledger
+is what guarantees that a Ctrl-C leaves no controller stopped and no node failed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from ..errors import UserError
+from ..k8s.objects import RUN_LABEL
+from ..profile import load_profile
+from ..providers.local import ORDER, PORT_OFFSETS, LocalCluster, state_root
+from ..providers.nodes import MANAGED_LABEL
+
+Obj = dict[str, Any]
+PROCESS_TARGETS = frozenset(ORDER)
+PRIVATE_PREFIX = "private-"
+
+
+class ChaosRefused(UserError):
+    """A fault was asked to touch something the harness did not create (or touch everything)."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault as data: what it does, to which targets (selector), how many, for how long."""
+
+    action: str
+    selector: str
+    quantity: int | None  # None = every matching target
+    duration: float | None = None  # None = one-shot (pod kill) or until restored
+
+
+def require_selector(selector: str | None, what: str) -> str:
+    """Refuse a missing or empty selector: a selector-less kill would take everything."""
+    sel = (selector or "").strip()
+    if not sel or all(term.strip().startswith("!") for term in sel.split(",")):
+        raise ChaosRefused(f"refusing a {what} fault without a label selector (it would select every {what})")
+    return sel
+
+
+def parse_quantity(quantity: int | str | None) -> int | None:
+    """An int >= 1, or "all" (None). Zero or negative quantities are refused, not ignored."""
+    if quantity is None or (isinstance(quantity, str) and quantity.strip().lower() == "all"):
+        return None
+    try:
+        n = int(quantity)
+    except (TypeError, ValueError):
+        raise ChaosRefused(f"quantity must be a positive integer or 'all', got {quantity!r}") from None
+    if n < 1:
+        raise ChaosRefused(f"quantity must be a positive integer or 'all', got {quantity!r}")
+    return n
+
+
+def pick(objs: Sequence[Obj], quantity: int | None) -> list[Obj]:
+    """The first `quantity` objects by name (deterministic, so a run can be reproduced)."""
+    ordered = sorted(objs, key=lambda o: o["metadata"]["name"])
+    return ordered if quantity is None else ordered[:quantity]
+
+
+def check_namespace(core: client.CoreV1Api, namespace: str | None) -> str:
+    """Refuse a namespace the harness did not create (no run label), or none at all."""
+    if not namespace:
+        raise ChaosRefused("refusing a pod fault without a namespace")
+    try:
+        ns = core.read_namespace(namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            raise ChaosRefused(f"namespace {namespace} does not exist") from None
+        raise
+    labels = (ns.metadata.labels if ns.metadata else None) or {}
+    if not labels.get(RUN_LABEL):
+        raise ChaosRefused(f"namespace {namespace} has no {RUN_LABEL} label: not created by the harness")
+    return namespace
+
+
+def check_nodes(nodes: Sequence[Obj]) -> None:
+    """Refuse the whole fault if any selected node is not a harness fake node."""
+    foreign = [n["metadata"]["name"] for n in nodes if (n["metadata"].get("labels") or {}).get(MANAGED_LABEL) != "true"]
+    if foreign:
+        raise ChaosRefused(f"nodes {foreign} lack {MANAGED_LABEL}=true: not created by the harness")
+
+
+def local_cluster(kubeconfig: str | Path, disposable: str | None = None) -> LocalCluster:
+    """The local cluster a kubeconfig belongs to, if process faults are allowed on it.
+
+    The kubeconfig must be `<state root>/<name>/kubeconfig` of a harness cluster with pid
+    records; the name must be `private-*` or equal `disposable` (an explicit opt-in)."""
+    path = Path(kubeconfig).resolve()
+    cluster_dir = path.parent
+    if path.name != "kubeconfig" or cluster_dir.parent != state_root().resolve() or not (cluster_dir / "pids").is_dir():
+        raise ChaosRefused(f"{kubeconfig} is not a local lwsc cluster: process faults need the local provider")
+    name = cluster_dir.name
+    if not (name.startswith(PRIVATE_PREFIX) or (disposable and name == disposable)):
+        raise ChaosRefused(
+            f"refusing a process fault on cluster '{name}': only private-* clusters, or the one named by "
+            "the lwsc_disposable_cluster configuration key, may have their processes stopped"
+        )
+    server = yaml.safe_load(path.read_text())["clusters"][0]["cluster"]["server"]
+    base_port = (urlparse(server).port or 0) - PORT_OFFSETS["kube-apiserver"]
+    profile = load_profile("default", [f"network.base_port={base_port}"])
+    return LocalCluster(profile, name=name)
+
+
+def check_component(cluster: LocalCluster, component: str) -> None:
+    if component not in PROCESS_TARGETS:
+        raise ChaosRefused(f"unknown component {component!r}; one of {sorted(PROCESS_TARGETS)}")
+    if not any(r.name == component for r in cluster.records()):
+        raise ChaosRefused(f"cluster '{cluster.name}' has no pid record for {component}: the harness did not start it")
+
+
+# -- the ledger of applied faults ----------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    description: str
+    undo: Callable[[], Any]
+
+
+_LEDGER: dict[str, _Entry] = {}
+_LOCK = threading.Lock()
+
+
+def applied(key: str, description: str, undo: Callable[[], Any]) -> None:
+    """Record a fault that is now in effect, with the call that removes it."""
+    with _LOCK:
+        _LEDGER[key] = _Entry(description, undo)
+
+
+def restored(key: str) -> None:
+    with _LOCK:
+        _LEDGER.pop(key, None)
+
+
+def pending() -> list[str]:
+    with _LOCK:
+        return [e.description for e in _LEDGER.values()]
+
+
+def restore_all() -> list[str]:
+    """Undo every fault still in effect (newest first) and return the errors: one failed undo
+    never stops the others. A KeyboardInterrupt during an undo retries that undo, and is
+    re-raised only once everything has been restored."""
+    errors: list[str] = []
+    interrupted = False
+    while True:
+        with _LOCK:
+            if not _LEDGER:
+                break
+            key, entry = _LEDGER.popitem()
+        try:
+            entry.undo()
+        except KeyboardInterrupt:
+            interrupted = True
+            try:
+                entry.undo()
+            except Exception as exc:  # keep going: the other faults still need undoing
+                errors.append(f"{entry.description}: {exc}")
+        except Exception as exc:
+            errors.append(f"{entry.description}: {exc}")
+    if interrupted:
+        raise KeyboardInterrupt
+    return errors
