@@ -153,9 +153,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _tee(cmd: list[str], log: Path) -> int:
-    """Run `cmd`, copying its output to the terminal and to `log` (the CNCF-style e2e.log)."""
+    """Run `cmd`, copying its output to the terminal and to `log` (the CNCF-style e2e.log).
+    Tests write timelines and journals under `<run-dir>/artifacts` (LWSC_ARTIFACT_DIR)."""
+    env = {**os.environ, "LWSC_ARTIFACT_DIR": str(log.parent / "artifacts")}
     with log.open("w") as fh:
-        proc = subprocess.Popen(cmd, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(cmd, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         assert proc.stdout is not None
         for line in proc.stdout:
             sys.stdout.write(line)
