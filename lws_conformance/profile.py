@@ -29,6 +29,7 @@ BINARIES = (
     "lws",
     "kueue",
 )
+PROVIDERS = ("local", "kind", "existing")
 _VERSION = re.compile(r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 
 
@@ -75,6 +76,7 @@ class Profile:
     base_port: int
     ready_seconds: float
     raw: dict[str, Any]
+    provider: str = "local"
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -179,6 +181,9 @@ def _build(name: str, data: dict[str, Any]) -> Profile:
         rack_label=str(t["rack_label"]),
         hostname_label=str(t["hostname_label"]),
     )
+    provider = data.get("provider", "local")
+    if provider not in PROVIDERS:
+        raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
     base_port = data["network"]["base_port"]
     if not isinstance(base_port, int) or not 1024 <= base_port <= 65000:
         raise ValueError(f"network.base_port must be an integer in 1024..65000, got {base_port!r}")
@@ -193,4 +198,5 @@ def _build(name: str, data: dict[str, Any]) -> Profile:
         base_port=base_port,
         ready_seconds=float(data["timeouts"]["ready_seconds"]),
         raw=data,
+        provider=provider,
     )

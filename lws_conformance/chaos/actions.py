@@ -252,7 +252,7 @@ def fail_nodes(
                 safety.applied(
                     f"node/{name}",
                     f"node {name} not heartbeating",
-                    lambda name=name, c=capacity, a=allocatable: restore_node(name, c, a, configuration=configuration),
+                    _node_undo(name, capacity, allocatable, configuration),
                 )
                 key = KWOK_ANNOTATION[0].replace("/", "~1")
                 core.patch_node(
@@ -279,6 +279,10 @@ def fail_nodes(
         return out
     finally:
         api.close()
+
+
+def _node_undo(name: str, capacity: dict[str, str], allocatable: dict[str, str], configuration: Configuration) -> Any:
+    return lambda: restore_node(name, capacity, allocatable, configuration=configuration)
 
 
 def restore_node(

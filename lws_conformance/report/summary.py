@@ -19,6 +19,8 @@ ORDER = ("failed", "xfail", "passed", "not-applicable", "not-run")
 
 @dataclass
 class TestResult:
+    __test__ = False  # not a pytest test class, despite the name
+
     nodeid: str
     outcome: str  # passed | failed | skipped | xfail | xpass | error
     duration: float
