@@ -1,0 +1,159 @@
+"""Exclusive placement on the fake racks (lws-behaviour.md §3.3, §3.9).
+
+Why: `exclusive-topology` is how users give each model replica a whole rack (NVLink domain,
+TPU slice); a group split across racks, or two groups sharing one, silently ruins performance.
+LWS's own e2e runs on one kind node and never schedules this for real; the harness's kwok nodes
+carry rack and hostname labels, so here the scheduler actually has to honour it.
+
+The affinity terms carry no namespaceSelector, so exclusivity holds within a namespace: other
+people's pods on the same nodes do not matter, and each test has its own namespace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lws_conformance import workloads
+from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.client import to_dict
+from lws_conformance.scenario import Scenario
+
+pytestmark = pytest.mark.cluster
+Obj = dict[str, Any]
+PREFIX = "leaderworkerset.sigs.k8s.io/"
+EXCLUSIVE = f"{PREFIX}exclusive-topology"
+SUBGROUP_EXCLUSIVE = f"{PREFIX}subgroup-exclusive-topology"
+
+
+def _exclusive_lws(name: str, replicas: int, size: int, annotations: dict[str, str]) -> Obj:
+    obj = workloads.lws(name, replicas=replicas, size=size)
+    obj["metadata"]["annotations"] = annotations
+    return obj
+
+
+def _node_labels(sc: Scenario) -> dict[str, dict[str, str]]:
+    nodes = to_dict(sc.api, sc.core.list_node())["items"]
+    return {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in nodes}
+
+
+def _label(pod: Obj, key: str) -> str:
+    return str((pod["metadata"].get("labels") or {}).get(key))
+
+
+def _domains(pods: list[Obj], nodes: dict[str, dict[str, str]], key: str, by: str) -> dict[str, set[str]]:
+    """Pod label `by` value -> the set of node-label `key` values its pods run on."""
+    out: dict[str, set[str]] = {}
+    for p in pods:
+        node = p["spec"]["nodeName"]
+        out.setdefault(_label(p, by), set()).add(nodes[node].get(key, f"<{node} has no {key}>"))
+    return out
+
+
+def _assert_one_rack_per_group(pods: list[Obj], nodes: dict[str, dict[str, str]], rack_key: str) -> dict[str, str]:
+    racks = _domains(pods, nodes, rack_key, f"{PREFIX}group-index")
+    split = {g: r for g, r in racks.items() if len(r) != 1}
+    assert not split, f"groups spread over several racks: {split}"
+    flat = {g: next(iter(r)) for g, r in racks.items()}
+    shared = {r for r in flat.values() if list(flat.values()).count(r) > 1}
+    assert not shared, f"racks shared by several groups: { {g: r for g, r in flat.items() if r in shared} }"
+    return flat
+
+
+@pytest.mark.requirement("LWS-EXCL-001")
+def test_each_group_gets_a_rack_of_its_own(scenario: Scenario) -> None:
+    """As many groups as racks: every group lands whole in one rack and no two groups share one;
+    each worker StatefulSet is pinned to its leader's rack by nodeSelector."""
+    sc, topo = scenario, scenario.cluster.topology
+    name, replicas, size = "ex", topo.racks, 3
+    sc.create(_exclusive_lws(name, replicas, size, {EXCLUSIVE: topo.rack_label}))
+    expected = P.expected_pod_names(name, replicas, size)
+    pods = sc.wait_pods(
+        lambda ps: P.live(ps) if P.names(ps) == expected and all(map(P.pod_ready, P.live(ps))) else None,
+        f"{replicas} groups of {size} Ready, one per rack",
+    )
+    nodes = _node_labels(sc)
+    rack_of = _assert_one_rack_per_group(pods, nodes, topo.rack_label)
+    assert len(rack_of) == replicas == topo.racks, rack_of
+
+    for sts in sc.statefulsets():
+        sname = sts["metadata"]["name"]
+        if sname == name:
+            continue
+        group = sts["metadata"]["labels"][f"{PREFIX}group-index"]
+        selector = sts["spec"]["template"]["spec"].get("nodeSelector") or {}
+        assert selector.get(topo.rack_label) == rack_of[group], f"worker StatefulSet {sname} nodeSelector {selector}"
+
+
+@pytest.mark.requirement("LWS-EXCL-002")
+def test_group_without_a_free_rack_stays_pending(scenario: Scenario) -> None:
+    """One group more than racks: every rack holds one group and the extra group's leader stays
+    unscheduled (with no worker StatefulSet) instead of sharing a rack, for the whole window."""
+    sc, topo = scenario, scenario.cluster.topology
+    name, replicas, size = "ov", topo.racks + 1, 2
+
+    sc.create(_exclusive_lws(name, replicas, size, {EXCLUSIVE: topo.rack_label}))
+
+    def placed_and_one_pending(pods: list[Obj]) -> tuple[list[Obj], str] | None:
+        groups = P.by_group(pods)
+        if len(groups) != replicas:
+            return None
+        full = [g for g, ps in groups.items() if len(ps) == size and all(map(P.pod_ready, ps))]
+        waiting = [
+            g
+            for g, ps in groups.items()
+            if [p["metadata"]["name"] for p in ps] == [f"{name}-{g}"]
+            and not ps[0]["spec"].get("nodeName")
+            and P.condition(ps[0], "PodScheduled") == "False"
+        ]
+        if len(full) == topo.racks and len(waiting) == 1:
+            return [p for g in full for p in groups[g]], waiting[0]
+        return None
+
+    placed, waiting = sc.wait_pods(placed_and_one_pending, f"{topo.racks} groups Ready and 1 leader unschedulable")
+    _assert_one_rack_per_group(placed, _node_labels(sc), topo.rack_label)
+    assert f"{name}-{waiting}" not in {s["metadata"]["name"] for s in sc.statefulsets()}, (
+        f"worker StatefulSet created for unscheduled leader {name}-{waiting}"
+    )
+
+    def shared_a_rack(pods: list[Obj]) -> str | None:
+        for p in P.by_group(pods).get(waiting, []):
+            if p["spec"].get("nodeName") or p["metadata"]["name"] != f"{name}-{waiting}":
+                return (
+                    f"{p['metadata']['name']} of the extra group was placed/created: node {p['spec'].get('nodeName')}"
+                )
+        return None
+
+    leak = sc.observe_pods(shared_a_rack, duration=5)
+    assert leak is None, leak
+    assert f"{name}-{waiting}" not in {s["metadata"]["name"] for s in sc.statefulsets()}, (
+        f"worker StatefulSet appeared for unscheduled leader {name}-{waiting} during the window"
+    )
+
+
+@pytest.mark.requirement("LWS-EXCL-003")
+def test_subgroups_get_a_host_of_their_own(scenario: Scenario) -> None:
+    """subgroup-exclusive-topology per host (with group exclusivity per rack): the pods of a
+    subgroup share one host, no host holds two subgroups, and each group stays in one rack."""
+    sc, topo = scenario, scenario.cluster.topology
+    sgs = 2
+    subgroups = topo.nodes_per_rack  # one host per subgroup fills the rack exactly
+    name, replicas, size = "sx", min(2, topo.racks), sgs * subgroups
+    obj = _exclusive_lws(name, replicas, size, {EXCLUSIVE: topo.rack_label, SUBGROUP_EXCLUSIVE: topo.hostname_label})
+    obj["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = {"subGroupPolicyType": "LeaderWorker", "subGroupSize": sgs}
+    sc.create(obj)
+    expected = P.expected_pod_names(name, replicas, size)
+    pods = sc.wait_pods(
+        lambda ps: P.live(ps) if P.names(ps) == expected and all(map(P.pod_ready, P.live(ps))) else None,
+        f"{replicas} groups of {size} Ready",
+    )
+    nodes = _node_labels(sc)
+    _assert_one_rack_per_group(pods, nodes, topo.rack_label)
+
+    hosts = _domains(pods, nodes, topo.hostname_label, f"{PREFIX}subgroup-key")
+    assert len(hosts) == replicas * subgroups, f"expected {replicas * subgroups} subgroups, got {sorted(hosts)}"
+    split = {k: h for k, h in hosts.items() if len(h) != 1}
+    assert not split, f"subgroups spread over several hosts: {split}"
+    taken = [next(iter(h)) for h in hosts.values()]
+    assert len(set(taken)) == len(taken), f"hosts shared by several subgroups: {sorted(taken)}"
