@@ -15,10 +15,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
+from kubernetes import client
+
+from . import matrix
 from .errors import LwscError, UserError
+from .k8s.client import api_client, to_dict
+from .k8s.objects import RUN_LABEL
 from .profile import load_profile
-from .providers import process
+from .providers import discovery, existing, preflight, process
+from .providers.base import ClusterHandle
+from .providers.kind import KindCluster, KindTools
 from .providers.local import ORDER, LocalCluster, state_root
 from .report import render
 from .toolchain import cache as bincache
@@ -35,8 +43,34 @@ def _cluster(args: argparse.Namespace) -> LocalCluster:
     return LocalCluster(load_profile(args.profile, args.set), name=args.name)
 
 
+def _provider(args: argparse.Namespace) -> str:
+    """--kubeconfig means an existing cluster; else --provider, else the profile's `provider`."""
+    if getattr(args, "kubeconfig", None):
+        return "existing"
+    return str(args.provider or load_profile(args.profile, args.set).provider)
+
+
+def _kind(args: argparse.Namespace) -> KindCluster:
+    tools = KindTools.resolve(args.kind_bin, args.docker_bin, args.kubectl_bin)
+    return KindCluster(load_profile(args.profile, args.set), tools, name=args.name, state_dir=_kind_dir(args))
+
+
+def _kind_dir(args: argparse.Namespace) -> Path:
+    return state_root() / f"kind-{args.name}"
+
+
+def _no_lifecycle(provider: str) -> UserError:
+    return UserError(
+        f"the {provider} provider adopts a cluster you run; there is nothing to bring up or down "
+        f"(use `lwsc preflight --kubeconfig PATH`, `lwsc run --kubeconfig PATH`, `lwsc cleanup`)"
+    )
+
+
 def cmd_up(args: argparse.Namespace) -> int:
-    handle = _cluster(args).up(_progress)
+    provider = _provider(args)
+    if provider == "existing":
+        raise _no_lifecycle(provider)
+    handle = (_kind(args) if provider == "kind" else _cluster(args)).up(_progress)
     print(handle.kubeconfig)
     return 0
 
@@ -53,7 +87,10 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    cluster = LocalCluster(load_profile(args.profile, args.set), name=args.name)
+    provider = _provider(args)
+    if provider == "existing":
+        raise _no_lifecycle(provider)
+    cluster = _kind(args) if provider == "kind" else LocalCluster(load_profile(args.profile, args.set), name=args.name)
     started = time.monotonic()
     cluster.down()
     _progress(f"cluster '{args.name}' down in {time.monotonic() - started:.1f}s")
@@ -62,6 +99,12 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_kubeconfig(args: argparse.Namespace) -> int:
     cluster = _cluster(args)
+    if _provider(args) == "kind":
+        kind_kc = _kind_dir(args) / "kubeconfig"
+        if not kind_kc.is_file():
+            raise UserError(f"kind cluster '{args.name}' is not up; run `lwsc --provider kind up` first")
+        print(kind_kc)
+        return 0
     if not cluster.kubeconfig.is_file():
         raise UserError(f"cluster '{args.name}' is not up; run `lwsc up` first")
     print(cluster.kubeconfig)
@@ -103,15 +146,7 @@ def _exit_code(pytest_rc: int, run_dir: Path) -> int:
     return 0 if pytest_rc == 0 else 3
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    """The main job: bring up (or reuse) the local cluster, run the suites, write reports/."""
-    cluster = _cluster(args)
-    if args.dry_run:
-        cmd = [sys.executable, "-m", "pytest", str(PROJECT / "suites"), "--collect-only", "-q", *_selection(args)]
-        return subprocess.call(cmd, cwd=PROJECT)
-    was_running = cluster.running()
-    handle = cluster.up(_progress)
-    run_id = time.strftime("%Y%m%d-%H%M%S")
+def _reports_dir(args: argparse.Namespace, run_id: str) -> Path:
     reports = Path(args.reports)
     out = reports / run_id
     out.mkdir(parents=True, exist_ok=True)
@@ -119,16 +154,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     if latest.is_symlink() or latest.exists():
         latest.unlink()
     latest.symlink_to(run_id)
+    return out
+
+
+def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path, extra: list[str] | None = None) -> int:
+    """Run the suites against the cluster of `handle_file`, reports into `out` (pytest's rc)."""
     cmd = [
         sys.executable,
         "-m",
         "pytest",
         str(PROJECT / "suites"),
         *_selection(args),
-        f"--lwsc-handle={cluster.handle_file}",
-        f"--lwsc-run-id={run_id.replace('-', '')[4:]}",
+        f"--lwsc-handle={handle_file}",
+        f"--lwsc-run-id={run_id}",
         f"--lwsc-report-dir={out}",
         f"--lwsc-profile={args.profile}",
+        *(f"--lwsc-set={kv}" for kv in args.set),
+        *(extra or []),
         f"--junitxml={out / 'junit_01.xml'}",
         "-o",
         "junit_family=xunit2",
@@ -139,17 +181,170 @@ def cmd_run(args: argparse.Namespace) -> int:
         "no:cacheprovider",
         *args.pytest_args,
     ]
-    _progress(f"running suites against {handle.kubeconfig}; reports in {out}")
-    try:
-        rc = _tee(cmd, out / "e2e.log")
-    finally:
-        if not was_running and not args.keep:
-            cluster.down()
+    return _tee(cmd, out / "e2e.log")
+
+
+def _existing_kubeconfig(args: argparse.Namespace, out_dir: Path) -> Path:
+    kubeconfig = Path(args.kubeconfig).expanduser()
+    if not kubeconfig.is_file():
+        raise UserError(f"kubeconfig {kubeconfig} does not exist; pass --kubeconfig PATH")
+    if args.context:
+        return existing.pin_context(kubeconfig, args.context, out_dir / "kubeconfig")
+    return kubeconfig
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """The main job: bring up (or reuse, or adopt) a cluster, run the suites, write reports/."""
+    provider = _provider(args)
+    if args.dry_run:
+        cmd = [sys.executable, "-m", "pytest", str(PROJECT / "suites"), "--collect-only", "-q", *_selection(args)]
+        return subprocess.call(cmd, cwd=PROJECT)
+    if provider == "existing" and not args.kubeconfig:
+        raise UserError("the existing provider needs --kubeconfig PATH (and optionally --context NAME)")
+    run_id = time.strftime("%Y%m%d-%H%M%S")
+    pytest_run_id = run_id.replace("-", "")[4:]
+    if provider == "existing":
+        out = _reports_dir(args, run_id)
+        kubeconfig = _existing_kubeconfig(args, out)
+        handle, report = existing.adopt(kubeconfig, load_profile(args.profile, args.set))
+        print(report.text(), file=sys.stderr)
+        (out / "preflight.json").write_text(json.dumps(report.to_dict(), indent=2))
+        if report.failed:
+            raise UserError(f"preflight failed (see {out / 'preflight.json'}); nothing was run")
+        (out / "handle.json").write_text(handle.to_json())
+        extra = ["--lwsc-allow-destructive"] if args.allow_destructive else []
+        _progress(f"running suites against {kubeconfig} (existing cluster, run {pytest_run_id}); reports in {out}")
+        try:
+            rc = _suites(args, out / "handle.json", pytest_run_id, out, extra)
+        finally:
+            api = api_client(kubeconfig)
+            try:
+                left = existing.cleanup(api, pytest_run_id)
+            finally:
+                api.close()
+            _progress(f"cleanup: deleted {len(left)} leftover object(s) labelled with run {pytest_run_id}")
+    else:
+        cluster: LocalCluster | KindCluster = _kind(args) if provider == "kind" else _cluster(args)
+        was_running = cluster.handle_file.is_file() if provider == "kind" else cast(LocalCluster, cluster).running()
+        if was_running and provider == "kind":
+            handle = ClusterHandle.from_json(cluster.handle_file.read_text())
+        else:
+            handle = cluster.up(_progress)
+        out = _reports_dir(args, run_id)
+        _progress(f"running suites against {handle.kubeconfig}; reports in {out}")
+        try:
+            rc = _suites(args, cluster.handle_file, pytest_run_id, out)
+        finally:
+            if not was_running and not args.keep:
+                cluster.down()
     if (out / "results.json").is_file():
         render.render(out, bincache.cache_root() / "node")
     code = _exit_code(rc, out)
     _progress(f"done: {out / 'summary.md'} (exit {code})")
     return code
+
+
+def _api_for(args: argparse.Namespace) -> tuple[Path, str | None, dict[str, str]]:
+    """(kubeconfig, context, versions the harness knows) for discover / preflight / cleanup:
+    --kubeconfig if given, else the named local or kind cluster's handle."""
+    if args.kubeconfig:
+        kc = Path(args.kubeconfig).expanduser()
+        if not kc.is_file():
+            raise UserError(f"kubeconfig {kc} does not exist; pass --kubeconfig PATH")
+        return kc, args.context, {}
+    provider = _provider(args)
+    handle_file = _kind_dir(args) / "handle.json" if provider == "kind" else _cluster(args).handle_file
+    if not handle_file.is_file():
+        raise UserError(f"no --kubeconfig given and {provider} cluster '{args.name}' is not up (no {handle_file})")
+    handle = ClusterHandle.from_json(handle_file.read_text())
+    return handle.kubeconfig, None, handle.versions
+
+
+def cmd_discover(args: argparse.Namespace) -> int:
+    """Print a profile proposed from the cluster's nodes (topology label keys, GPU resource)."""
+    kubeconfig, context, known = _api_for(args)
+    api = api_client(kubeconfig, context)
+    try:
+        nodes = [to_dict(api, n) for n in client.CoreV1Api(api).list_node().items]
+        versions = {c: preflight.detect(api, c, known.get(c)).version for c in preflight.COMPONENTS}
+    finally:
+        api.close()
+    proposal = discovery.propose(nodes, {c: v for c, v in versions.items() if v})
+    header = (
+        f"Proposed by `lwsc discover` from {proposal.nodes_seen} node(s) ({proposal.gpu_nodes} with accelerators) "
+        f"of {kubeconfig}{f' context {context}' if context else ''} at {time.strftime('%Y-%m-%d %H:%M')}.\n"
+        "Review it, then: lwsc --profile THIS_FILE preflight --kubeconfig ...\n"
+        "            and: lwsc --profile THIS_FILE run --kubeconfig ..."
+    )
+    text = proposal.to_yaml(header)
+    if args.output:
+        Path(args.output).write_text(text)
+        _progress(f"wrote {args.output}")
+    print(text, end="")
+    return 0
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    """Versions, feature gates and capacity, before any test runs; exit 2 if the cluster is unusable."""
+    kubeconfig, context, known = _api_for(args)
+    api = api_client(kubeconfig, context)
+    try:
+        report = preflight.run(api, load_profile(args.profile, args.set).topology, known)
+    finally:
+        api.close()
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
+    return 2 if report.failed else 0
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    """Delete what harness runs created (run label), nothing else."""
+    if bool(args.run_id) == bool(args.all):
+        raise UserError("give exactly one of --run-id ID (one run) or --all (every lwsc run on this cluster)")
+    kubeconfig, context, _known = _api_for(args)
+    api = api_client(kubeconfig, context)
+    try:
+        deleted = existing.cleanup(api, args.run_id)
+    finally:
+        api.close()
+    for what in deleted:
+        print(f"deleted {what}")
+    _progress(
+        f"cleanup: {len(deleted)} object(s) labelled {RUN_LABEL}{'=' + args.run_id if args.run_id else ''}"
+    )
+    return 0
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    """The suites (or --focus) against several LWS / Kueue versions, one fresh local cluster each."""
+    from .toolchain import ensure_binaries
+
+    plan = matrix.cells(
+        matrix.parse_versions(args.lws, "--lws"), matrix.parse_versions(args.kueue, "--kueue"), args.base_port
+    )
+    profiles = {c.name: load_profile(args.profile, [*args.set, *c.overrides]) for c in plan}
+    for cell in plan:  # every version resolved and built before the first cluster comes up
+        ensure_binaries(profiles[cell.name], _progress)
+    out = Path(args.reports) / f"matrix-{time.strftime('%Y%m%d-%H%M%S')}"
+
+    def run_cell(cell: matrix.Cell, run_dir: Path) -> int | None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        cluster = LocalCluster(profiles[cell.name], name=cell.name)
+        cell_args = argparse.Namespace(**{**vars(args), "set": [*args.set, *cell.overrides]})
+        try:
+            cluster.up(_progress)
+            rc = _suites(cell_args, cluster.handle_file, f"m{time.strftime('%H%M%S')}", run_dir)
+        except LwscError as exc:
+            (run_dir / "error.txt").write_text(str(exc))
+            _progress(f"cell {cell.label} broke: {exc}")
+            return exc.exit_code
+        finally:
+            cluster.down()
+        return _exit_code(rc, run_dir)
+
+    m = matrix.run(plan, run_cell, out, _progress)
+    print(matrix.render_md(m), end="")
+    _progress(f"matrix: {out / 'matrix.md'}, {out / 'matrix.json'}")
+    return 3 if any(c.note for c in m.columns) else 0
 
 
 def _tee(cmd: list[str], log: Path) -> int:
@@ -190,6 +385,14 @@ def parser() -> argparse.ArgumentParser:
         help="override one profile key, e.g. --set versions.lws=v0.8.0",
     )
     p.add_argument("--name", default="default", help=f"local cluster name (state under {state_root()})")
+    p.add_argument(
+        "--provider",
+        choices=("local", "kind", "existing"),
+        help="who provides the cluster (default: the profile's `provider`, local); --kubeconfig implies existing",
+    )
+    p.add_argument("--kind-bin", help="kind binary (default: from PATH; never downloaded)")
+    p.add_argument("--docker-bin", help="docker binary for the kind provider (default: from PATH)")
+    p.add_argument("--kubectl-bin", help="kubectl binary for the kind provider (default: from PATH)")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build (or find in the cache) every binary of the profile")
     sub.add_parser("up", help="bring up the local cluster (idempotent); prints the kubeconfig path")
@@ -205,8 +408,38 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--reports", default=str(PROJECT / "reports"))
     run.add_argument("-n", "--workers", default="2", help="pytest-xdist workers (default 2)")
     run.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
+    _cluster_args(run)
+    run.add_argument(
+        "--allow-destructive",
+        action="store_true",
+        help="also run `destructive` tests on an existing cluster (they always run on local/kind)",
+    )
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    disc = sub.add_parser("discover", help="print a profile (topology labels, GPU resource) proposed from the nodes")
+    _cluster_args(disc)
+    disc.add_argument("-o", "--output", help="also write the proposal to this file")
+    pre = sub.add_parser("preflight", help="versions, feature gates and capacity of the cluster, before any test")
+    _cluster_args(pre)
+    pre.add_argument("--json", action="store_true", help="machine-readable output")
+    clean = sub.add_parser("cleanup", help="delete what harness runs created (label lwsc.x-k8s.io/run), nothing else")
+    _cluster_args(clean)
+    clean.add_argument("--run-id", help="the run whose objects to delete")
+    clean.add_argument("--all", action="store_true", help="every harness run's objects")
+    mat = sub.add_parser("matrix", help="run the suites against several LWS / Kueue versions; print a table")
+    mat.add_argument("--lws", required=True, help="comma-separated LWS versions, e.g. v0.8.0,v0.9.0")
+    mat.add_argument("--kueue", help="comma-separated Kueue versions (default: the profile's)")
+    mat.add_argument("--focus", help="pytest -k expression, e.g. 'LWS-NAME or LWS-VALID'")
+    mat.add_argument("--skip", help="pytest -k expression to leave out")
+    mat.add_argument("-n", "--workers", default="2", help="pytest-xdist workers per cell (default 2)")
+    mat.add_argument("--base-port", type=int, default=matrix.MATRIX_BASE_PORT, help="first cell's network.base_port")
+    mat.add_argument("--reports", default=str(PROJECT / "reports"))
+    mat.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     return p
+
+
+def _cluster_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kubeconfig", help="an existing cluster's kubeconfig (selects the existing provider)")
+    p.add_argument("--context", help="kubeconfig context (default: its current context)")
 
 
 def _sigterm(_signum: int, _frame: object) -> None:
@@ -223,6 +456,11 @@ def main(argv: list[str] | None = None) -> int:
         "status": cmd_status,
         "kubeconfig": cmd_kubeconfig,
         "run": cmd_run,
+        "report": cmd_report,
+        "discover": cmd_discover,
+        "preflight": cmd_preflight,
+        "cleanup": cmd_cleanup,
+        "matrix": cmd_matrix,
     }
     try:
         return handlers[args.command](args)

@@ -24,10 +24,11 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from . import catalogue
-from .errors import LwscError
+from .errors import LwscError, UserError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
 from .profile import load_profile
+from .providers import existing
 from .providers.base import ClusterHandle
 from .providers.local import LocalCluster, state_root
 from .report import evidence, render, summary
@@ -41,6 +42,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("lwsc", "lws-conformance")
     g.addoption("--lwsc-handle", help="handle.json of a running `lwsc up` cluster")
     g.addoption("--lwsc-kubeconfig", help="kubeconfig of an existing cluster (not created by the harness)")
+    g.addoption("--lwsc-context", help="kubeconfig context of the existing cluster (default: its current context)")
+    g.addoption(
+        "--lwsc-allow-destructive",
+        action="store_true",
+        help="run `destructive` tests (chaos, whole-capacity) on a cluster the harness did not create",
+    )
     g.addoption("--lwsc-profile", default=os.environ.get("LWSC_PROFILE", "default"), help="profile name or path")
     g.addoption("--lwsc-set", action="append", default=[], help="profile override key=value")
     g.addoption("--lwsc-run-id", help="run id (namespaces and reports are named from it)")
@@ -99,22 +106,26 @@ def run_id(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def lwsc_cluster(request: pytest.FixtureRequest, run_id: str) -> ClusterHandle:
-    """The cluster under test (see the module docstring for how it is chosen)."""
+def lwsc_cluster(
+    request: pytest.FixtureRequest, run_id: str, tmp_path_factory: pytest.TempPathFactory
+) -> ClusterHandle:
+    """The cluster under test (see the module docstring for how it is chosen). An existing
+    cluster is adopted read-only: its versions are read from it (`providers.preflight`)."""
     opt = request.config.getoption
     try:
         profile = load_profile(opt("--lwsc-profile"), opt("--lwsc-set"))
         if opt("--lwsc-handle"):
             return ClusterHandle.from_json(Path(opt("--lwsc-handle")).read_text())
         if opt("--lwsc-kubeconfig"):
-            return ClusterHandle(
-                provider="existing",
-                kubeconfig=Path(opt("--lwsc-kubeconfig")),
-                versions=dict(profile.versions),
-                topology=profile.topology,
-                kueue_topology_name=profile.kueue_topology_name,
-                kueue_flavor_name=profile.kueue_flavor_name,
-            )
+            kubeconfig = Path(opt("--lwsc-kubeconfig"))
+            if opt("--lwsc-context"):
+                out = tmp_path_factory.mktemp("lwsc-existing") / "kubeconfig"
+                kubeconfig = existing.pin_context(kubeconfig, opt("--lwsc-context"), out)
+            adopted, report = existing.adopt(kubeconfig, profile)
+            if report.failed:
+                first = next(c for c in report.checks if c.status == "fail")
+                raise UserError(f"preflight: {first.name}: {first.detail} (run `lwsc preflight` for the full report)")
+            return adopted
         cluster = LocalCluster(profile)
         state_root().mkdir(parents=True, exist_ok=True)
         with bincache.locked(f"cluster-{cluster.name}"):
@@ -126,6 +137,17 @@ def lwsc_cluster(request: pytest.FixtureRequest, run_id: str) -> ClusterHandle:
         return handle
     except LwscError as exc:
         pytest.exit(f"lwsc: {exc}", returncode=exc.exit_code)
+
+
+@pytest.fixture(autouse=True)
+def _destructive_gate(request: pytest.FixtureRequest) -> None:
+    """`@pytest.mark.destructive` tests run only where breaking things is allowed."""
+    if request.node.get_closest_marker("destructive") is None:
+        return
+    handle: ClusterHandle = request.getfixturevalue("lwsc_cluster")
+    reason = existing.destructive_skip_reason(handle, request.config.getoption("--lwsc-allow-destructive"))
+    if reason:
+        pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _marked_tests() -> dict[str, set[str]]:
-    """requirement id -> {path::test} found by parsing suites/ and tests/e2e/ (no import)."""
+    """requirement id -> {path::test} found by parsing suites/ (no import)."""
     found: dict[str, set[str]] = {}
-    for f in [*ROOT.glob("suites/**/test_*.py"), *ROOT.glob("tests/e2e/test_*.py")]:
+    for f in ROOT.glob("suites/**/test_*.py"):
         for node in ast.walk(ast.parse(f.read_text())):
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
                 for dec in node.decorator_list:

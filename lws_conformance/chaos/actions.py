@@ -76,6 +76,20 @@ def _select_pods(
     return ns, safety.pick(live, safety.parse_quantity(quantity))
 
 
+_LAST_FAULT: dict[str, Any] = {}
+
+
+def _record(pods: list[Obj]) -> None:
+    """Remember the pods the latest pod fault touched and when, for `probes.seconds_to_recover`."""
+    _LAST_FAULT.clear()
+    _LAST_FAULT.update(at=time.monotonic(), uids={p["metadata"]["name"]: p["metadata"]["uid"] for p in pods})
+
+
+def last_fault() -> dict[str, Any]:
+    """{"at": monotonic time, "uids": {pod: uid}} of the latest pod fault in this process, or {}."""
+    return dict(_LAST_FAULT)
+
+
 def _target(pod: Obj, **extra: Any) -> Obj:
     meta = pod["metadata"]
     return {"name": meta["name"], "uid": meta["uid"], "node": (pod.get("spec") or {}).get("nodeName"), **extra}
@@ -100,6 +114,7 @@ def kill_pods(
         if not pods:
             raise safety.ChaosRefused(f"no live pod in {ns} matches {label_selector!r}")
         if not dry_run:
+            _record(pods)
             for p in pods:
                 core.delete_namespaced_pod(p["metadata"]["name"], ns, grace_period_seconds=grace_period)
         return [_target(p) for p in pods]
@@ -165,6 +180,7 @@ def restart_containers(
                 },
             ]
             if not dry_run:
+                _record([p])
                 core.patch_namespaced_pod_status(p["metadata"]["name"], ns, patch, _content_type=JSON_PATCH)
             out.append(_target(p, container=statuses[idx]["name"], restart_count=count + (0 if dry_run else 1)))
         return out
@@ -187,6 +203,8 @@ def fail_pods(
         if not pods:
             raise safety.ChaosRefused(f"no live pod in {ns} matches {label_selector!r}")
         now = _now()
+        if not dry_run:
+            _record(pods)
         for p in pods if not dry_run else []:
             statuses = [
                 {

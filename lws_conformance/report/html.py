@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from .summary import ORDER
+
 ALLURE_NPM = "allure@3.18.0"
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
@@ -20,6 +22,11 @@ th{background:#f0f0f0;text-align:left}.passed{color:#1a7f37}.failed{color:#cf222
 """
 
 
+def _rank(row: dict[str, Any]) -> tuple[int, str]:
+    verdict: str = row["verdict"]
+    return (ORDER.index(verdict) if verdict in ORDER else len(ORDER), row["id"])
+
+
 def fallback(run_dir: Path, summary: dict[str, Any]) -> Path:
     """`index.html`: versions, totals, one row per requirement, and every timeline SVG inlined."""
     rows = "\n".join(
@@ -27,7 +34,7 @@ def fallback(run_dir: Path, summary: dict[str, Any]) -> Path:
         f"<td>{html.escape(', '.join(f'{k} {v}' for k, v in r['since'].items()))}</td>"
         f"<td>{html.escape(r['must'])}</td><td>{r['duration']}</td>"
         f"<td>{html.escape((r.get('detail') or '').splitlines()[0][:200] if r.get('detail') else '')}</td></tr>"
-        for r in summary.get("requirements", [])
+        for r in sorted(summary.get("requirements", []), key=_rank)
     )
     versions = ", ".join(f"{k} {v}" for k, v in sorted(summary.get("versions", {}).items()))
     totals = ", ".join(f"{k}: {v}" for k, v in summary.get("totals", {}).items())

@@ -1,0 +1,210 @@
+"""Version matrix: the same suites against several LWS (and Kueue) versions, one table.
+
+Each cell is a fresh local cluster of its own (`--name matrix-...`, its own `network.base_port`)
+so versions never share state; cells run one after another (the project's machines have 2 cores).
+The table is built only from each run's summary.json (requirement -> verdict), so a cell that
+broke before writing one shows as `no-summary` rather than as a column of fake verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+
+_VERSION = re.compile(r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
+MATRIX_BASE_PORT = 20000  # away from the default cluster (16000), CLI tests (18100), private clusters (19000+)
+PORT_STRIDE = 100
+ABSENT = "—"  # requirement not in this column's summary (e.g. a catalogue that grew between runs)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One column: the versions under test, the local cluster name and its ports."""
+
+    versions: dict[str, str]
+    name: str
+    base_port: int
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{c} {v}" for c, v in self.versions.items())
+
+    @property
+    def overrides(self) -> list[str]:
+        return [*(f"versions.{c}={v}" for c, v in self.versions.items()), f"network.base_port={self.base_port}"]
+
+
+@dataclass
+class Column:
+    label: str
+    versions: dict[str, str]
+    run_dir: str
+    exit_code: int | None
+    totals: dict[str, int] = field(default_factory=dict)
+    verdicts: dict[str, str] = field(default_factory=dict)
+    details: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass
+class Row:
+    id: str
+    must: str
+    since: dict[str, str]
+    verdicts: dict[str, str]  # column label -> verdict
+    details: dict[str, str]
+
+    @property
+    def differs(self) -> bool:
+        return len(set(self.verdicts.values())) > 1
+
+
+@dataclass
+class Matrix:
+    columns: list[Column]
+    rows: list[Row]
+
+    def differing(self) -> list[Row]:
+        return [r for r in self.rows if r.differs]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "columns": [{k: v for k, v in asdict(c).items() if k not in ("verdicts", "details")} for c in self.columns],
+            "rows": [asdict(r) | {"differs": r.differs} for r in self.rows],
+            "differing": [r.id for r in self.differing()],
+        }
+
+
+def parse_versions(text: str | None, flag: str) -> list[str]:
+    """`v0.8.0,v0.9.0` -> a list; every item must look like a version."""
+    items = [v.strip() for v in (text or "").split(",") if v.strip()]
+    for v in items:
+        if not _VERSION.match(v):
+            raise UserError(f"{flag}: '{v}' is not a version like v0.9.0 (give a comma-separated list)")
+    if len(set(items)) != len(items):
+        raise UserError(f"{flag}: a version is listed twice")
+    return items
+
+
+def cells(lws: list[str], kueue: list[str], base_port: int = MATRIX_BASE_PORT) -> list[Cell]:
+    """Every (LWS, Kueue) combination, each with its own cluster name and port range."""
+    if not lws:
+        raise UserError("--lws: give at least one LWS version, e.g. --lws v0.8.0,v0.9.0")
+    kueues: list[str | None] = [*kueue] or [None]
+    out = []
+    for i, (lv, kv) in enumerate((lv, kv) for lv in lws for kv in kueues):
+        versions = {"lws": lv} | ({"kueue": kv} if kv else {})
+        name = "matrix-" + "-".join(f"{c}{v}".replace(".", "-") for c, v in versions.items())
+        out.append(Cell(versions, name, base_port + PORT_STRIDE * i))
+    return out
+
+
+def load_column(cell: Cell, run_dir: Path, exit_code: int | None) -> Column:
+    """A column from one run's summary.json; a missing or unreadable one is said so."""
+    col = Column(cell.label, dict(cell.versions), str(run_dir), exit_code)
+    path = run_dir / "summary.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        col.note = f"no-summary: {path} ({type(exc).__name__}); see {run_dir / 'e2e.log'}"
+        return col
+    col.versions = {**col.versions, **{k: v for k, v in (doc.get("versions") or {}).items() if k in ("lws", "kueue")}}
+    col.totals = dict(doc.get("totals") or {})
+    for req in doc.get("requirements") or []:
+        col.verdicts[req["id"]] = req["verdict"]
+        if req.get("detail"):
+            col.details[req["id"]] = str(req["detail"]).splitlines()[0][:200]
+    return col
+
+
+def build(columns: list[Column], catalogue: dict[str, dict[str, Any]] | None = None, all_rows: bool = False) -> Matrix:
+    """Requirement x column. Rows where every column says not-run (deselected) are dropped unless
+    `all_rows`; `catalogue` (id -> {must, since}) fills the text, else the summaries' own."""
+    ids: set[str] = set()
+    for c in columns:
+        ids |= set(c.verdicts)
+    rows = []
+    for rid in sorted(ids):
+        verdicts = {c.label: c.verdicts.get(rid, ABSENT if not c.note else "no-summary") for c in columns}
+        if not all_rows and all(v in ("not-run", ABSENT, "no-summary") for v in verdicts.values()):
+            continue
+        meta = (catalogue or {}).get(rid, {})
+        rows.append(
+            Row(
+                rid,
+                str(meta.get("must", "")),
+                dict(meta.get("since", {})),
+                verdicts,
+                {c.label: c.details[rid] for c in columns if rid in c.details},
+            )
+        )
+    return Matrix(columns, rows)
+
+
+def catalogue_from_summaries(run_dirs: list[Path]) -> dict[str, dict[str, Any]]:
+    """id -> {must, since} as recorded in the summaries (the catalogue of the run, not of today)."""
+    out: dict[str, dict[str, Any]] = {}
+    for d in run_dirs:
+        try:
+            doc = json.loads((d / "summary.json").read_text())
+        except (OSError, ValueError):
+            continue
+        for req in doc.get("requirements") or []:
+            out.setdefault(req["id"], {"must": req.get("must", ""), "since": req.get("since", {})})
+    return out
+
+
+def render_md(m: Matrix) -> str:
+    labels = [c.label for c in m.columns]
+    lines = ["# lws-conformance version matrix", ""]
+    lines += ["| column | run | exit | totals |", "|---|---|---|---|"]
+    for c in m.columns:
+        totals = c.note or ", ".join(f"{k} {v}" for k, v in c.totals.items() if v)
+        lines.append(f"| {c.label} | {c.run_dir} | {c.exit_code if c.exit_code is not None else '-'} | {totals} |")
+    lines += ["", "| requirement | since | " + " | ".join(labels) + " |", "|---|---|" + "---|" * len(labels)]
+    for r in m.rows:
+        since = ", ".join(f"{k} {v}" for k, v in r.since.items())
+        cells_ = [f"**{r.verdicts[lb]}**" if r.differs else r.verdicts[lb] for lb in labels]
+        lines.append(f"| {r.id}{' ⚠' if r.differs else ''} | {since} | " + " | ".join(cells_) + " |")
+    diff = m.differing()
+    lines += ["", f"## Requirements whose verdict differs between versions ({len(diff)})", ""]
+    if not diff:
+        lines.append("None: every selected requirement has the same verdict in every column.")
+    for r in diff:
+        lines.append(f"- **{r.id}** ({r.must or 'no MUST text recorded'})")
+        for lb in labels:
+            why = r.details.get(lb, "")
+            lines.append(f"  - {lb}: {r.verdicts[lb]}" + (f" — {why}" if why else ""))
+    return "\n".join(lines) + "\n"
+
+
+def write(out: Path, m: Matrix) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    md, js = out / "matrix.md", out / "matrix.json"
+    md.write_text(render_md(m))
+    js.write_text(json.dumps(m.to_dict(), indent=2))
+    return md, js
+
+
+def run(
+    plan: list[Cell],
+    run_cell: Callable[[Cell, Path], int | None],
+    out: Path,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> Matrix:
+    """Run every cell (each into out/<cell name>/), then build and write the table."""
+    columns = []
+    for i, cell in enumerate(plan, 1):
+        run_dir = out / cell.name
+        progress(f"matrix cell {i}/{len(plan)}: {cell.label} (cluster {cell.name}, base port {cell.base_port})")
+        code = run_cell(cell, run_dir)
+        columns.append(load_column(cell, run_dir, code))
+    m = build(columns, catalogue_from_summaries([Path(c.run_dir) for c in columns]))
+    write(out, m)
+    return m

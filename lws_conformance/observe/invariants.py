@@ -1,0 +1,707 @@
+"""Rolling-update invariants: pure functions over a recorded event list (the checking half).
+
+Each invariant replays the events in order and checks the state after EVERY event, returning the
+first `Violation` (event index, time, objects, invariant, message) or None. Nothing here does I/O,
+so the harness's own tests feed synthetic streams and a red suite can be re-checked offline from
+its saved timeline.
+
+Terms (lws-behaviour.md §4.4): R = spec.replicas, mu = maxUnavailable scaled against R rounding
+down, ms = maxSurge scaled against R rounding up and capped at R, Burst = R + ms, lwsP =
+spec.rolloutStrategy.rollingUpdateConfiguration.partition. A *group* is the set of pods with one
+group-index; it is *live* while its leader pod exists without a deletionTimestamp; it is
+*available* when the live leader is Running+Ready and size-1 live, Ready workers carry the
+leader's template-revision-hash (size from the leader's `size` annotation). The *target* revision
+is the leader StatefulSet's template-revision-hash label (LWS writes it with the partition).
+
+The bound on unavailable groups, derived from §4.4: the controller lowers the partition by
+`step = mu + ms - (Burst - S)` and keeps `R + max(0, unready - mu)` replicas while the update
+runs, so the available groups (surge ones included) never drop below R - mu. Stated over groups:
+    |{g < R : g was available before and is not now}| <= mu + |{g >= R : g available}|.
+Groups that were never available (new from a scale-up or surge) do not count: the rollout did not
+take them down. The bound assumes nothing else breaks groups during the window (no fault
+injection); groups already broken by faults are lws#567/PR #488 territory.
+
+Limitations, on purpose: one LWS per check (`lws=` picks it; default the first one seen); a
+timeline that starts after the LWS's pods exist cannot tell pod incarnations apart, so the
+"previous incarnation" rule skips pods first seen in the initial list.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .timeline import GROUP_INDEX, NAME, REPLICAS, REVISION, SIZE, WORKER_INDEX, Event, Obj
+
+# -- parameters ------------------------------------------------------------------------------
+
+
+def scaled(value: int | str | None, total: int, round_up: bool) -> int:
+    """intstr.GetScaledValueFromIntOrPercent: an int as is; "N%" of `total`, rounded as asked."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    s = str(value)
+    if not s.endswith("%"):
+        return int(s)
+    v = int(s[:-1]) * total
+    return math.ceil(v / 100) if round_up else v // 100
+
+
+@dataclass(frozen=True)
+class Params:
+    """The rollout parameters in force, from one LWS snapshot."""
+
+    replicas: int
+    size: int
+    partition: int
+    max_unavailable: int
+    max_surge: int
+
+    @property
+    def burst(self) -> int:
+        return self.replicas + self.max_surge
+
+    @staticmethod
+    def from_spec(spec: Obj) -> Params:
+        r = int(spec.get("replicas") or 0)
+        ms = min(scaled(spec.get("maxSurge", 0), r, True), r)
+        return Params(r, int(spec.get("size") or 1), int(spec.get("partition") or 0),
+                      scaled(spec.get("maxUnavailable", 1), r, False), ms)
+
+
+def burst_for(replicas: int, max_surge: int | str | None) -> int:
+    return replicas + min(scaled(max_surge, replicas, True), replicas)
+
+
+# -- violations ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    index: int  # position in the ordered event list checked
+    seq: int  # arrival number in the timeline (Event.seq)
+    t: float  # seconds since the timeline started
+    event: str  # "MODIFIED Pod/l-3"
+    objects: tuple[str, ...]
+    message: str
+    groups: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        objs = ", ".join(self.objects) or "-"
+        return (
+            f"invariant '{self.invariant}' violated at event #{self.index} (seq {self.seq}, t={self.t:.3f}s, "
+            f"{self.event}): {self.message} [objects: {objs}]"
+        )
+
+
+def _violation(
+    name: str, st: State, message: str, objects: Sequence[str] = (), groups: Sequence[int] = ()
+) -> Violation:
+    ev = st.event
+    assert ev is not None
+    return Violation(
+        name, st.index, ev.seq, ev.t, f"{ev.type} {ev.ref()}", tuple(objects), message, tuple(sorted(groups))
+    )
+
+
+# -- replay ----------------------------------------------------------------------------------
+
+
+def _labels(o: Obj) -> dict[str, str]:
+    lbl: dict[str, str] = o.get("labels") or {}
+    return lbl
+
+
+def rev(o: Obj) -> str | None:
+    return _labels(o).get(REVISION)
+
+
+def group_of(o: Obj) -> int | None:
+    v = _labels(o).get(GROUP_INDEX)
+    try:
+        return int(v) if v is not None else None
+    except ValueError:
+        return None
+
+
+def is_leader(pod: Obj) -> bool:
+    return _labels(pod).get(WORKER_INDEX) == "0"
+
+
+def live(o: Obj) -> bool:
+    return not o.get("deleting")
+
+
+@dataclass
+class GroupView:
+    index: int
+    leader: Obj | None = None  # the live leader
+    available: bool = False
+    revision: str | None = None
+
+
+@dataclass
+class State:
+    """The world after event `index`, for one LWS. Updated incrementally by `apply`."""
+
+    lws_name: str
+    index: int = -1
+    event: Event | None = None
+    lws: Obj | None = None
+    params: Params | None = None
+    prev_params: Params | None = None  # before the last LWS event
+    templates: list[str] = field(default_factory=list)  # distinct template digests, in order
+    leader_sts: Obj | None = None
+    prev_leader_sts: Obj | None = None
+    pods: dict[str, Obj] = field(default_factory=dict)
+    first_seen: dict[str, int] = field(default_factory=dict)  # pod uid -> event index (-1: initial list)
+    group_pods: dict[int, dict[str, Obj]] = field(default_factory=dict)
+    views: dict[int, GroupView] = field(default_factory=dict)
+    ever_available: set[int] = field(default_factory=set)
+    touched: set[int] = field(default_factory=set)  # groups changed by the last event
+    prev_pod: Obj | None = None  # the pod's snapshot before the last event
+
+    def apply(self, index: int, ev: Event) -> None:
+        self.index, self.event, self.touched, self.prev_pod = index, ev, set(), None
+        o = ev.obj
+        if ev.kind == "LeaderWorkerSet" and ev.name == self.lws_name:
+            self.prev_params = self.params
+            if ev.type == "DELETED":
+                return
+            self.lws = o
+            self.params = Params.from_spec(o.get("spec") or {})
+            digest = (o.get("spec") or {}).get("template")
+            if digest and digest not in self.templates:
+                self.templates.append(digest)
+        elif ev.kind == "StatefulSet" and ev.name == self.lws_name:
+            self.prev_leader_sts = self.leader_sts
+            self.leader_sts = None if ev.type == "DELETED" else o
+        elif ev.kind == "Pod" and _labels(o).get(NAME) == self.lws_name:
+            g = group_of(o)
+            if g is None:
+                return
+            name = str(o.get("name"))
+            self.prev_pod = self.pods.get(name)
+            if ev.type == "DELETED":
+                self.pods.pop(name, None)
+                self.group_pods.get(g, {}).pop(name, None)
+            else:
+                self.pods[name] = o
+                self.group_pods.setdefault(g, {})[name] = o
+                uid = str(o.get("uid"))
+                if uid not in self.first_seen:
+                    self.first_seen[uid] = -1 if ev.source == "list" else index
+            self.touched.add(g)
+            self.views[g] = self._view(g)
+            if self.views[g].available:
+                self.ever_available.add(g)
+
+    def _view(self, g: int) -> GroupView:
+        pods = self.group_pods.get(g, {}).values()
+        leaders = [p for p in pods if is_leader(p) and live(p)]
+        if not leaders:
+            return GroupView(g)
+        leader = leaders[0]
+        h = rev(leader)
+        size = _size(leader)
+        workers = [p for p in pods if not is_leader(p) and live(p) and p.get("ready") and rev(p) == h]
+        return GroupView(g, leader, bool(leader.get("ready")) and len(workers) >= size - 1, h)
+
+    # -- derived -------------------------------------------------------------------------
+    def live_groups(self) -> list[int]:
+        return sorted(g for g, v in self.views.items() if v.leader is not None)
+
+    def available_groups(self) -> list[int]:
+        return sorted(g for g, v in self.views.items() if v.available)
+
+    def target(self) -> str | None:
+        return rev(self.leader_sts) if self.leader_sts else None
+
+    def leader_name(self, g: int) -> str:
+        v = self.views.get(g)
+        return str(v.leader["name"]) if v and v.leader else f"{self.lws_name}-{g}"
+
+
+def _size(leader: Obj) -> int:
+    try:
+        return int((leader.get("annotations") or {}).get(SIZE, "1"))
+    except ValueError:
+        return 1
+
+
+def lws_name_of(events: Sequence[Event]) -> str | None:
+    for ev in events:
+        if ev.kind == "LeaderWorkerSet":
+            return ev.name
+    return None
+
+
+def replay(events: Sequence[Event], lws: str | None = None) -> Iterator[State]:
+    """Yield the (same, mutated) state after each event."""
+    name = lws or lws_name_of(events)
+    if name is None:
+        return
+    st = State(name)
+    for i, ev in enumerate(events):
+        st.apply(i, ev)
+        yield st
+
+
+def _cond(lws: Obj, ctype: str) -> str | None:
+    conds: dict[str, str] = ((lws.get("status") or {}).get("conditions")) or {}
+    return conds.get(ctype)
+
+
+def _status_current(lws: Obj) -> bool:
+    """The status was written for this spec (only then do status and spec belong together)."""
+    return (lws.get("status") or {}).get("observedGeneration") == lws.get("generation")
+
+
+# -- the invariants --------------------------------------------------------------------------
+
+
+def group_atomicity(events: Sequence[Event], lws: str | None = None) -> Violation | None:
+    """A group never has Ready pods of two template revisions at once, and a Ready leader never
+    serves with Ready workers of a previous incarnation of its group (replaced as a whole)."""
+    name = "group-atomicity"
+    for st in replay(events, lws):
+        for g in st.touched:
+            pods = [p for p in st.group_pods.get(g, {}).values() if live(p) and p.get("ready")]
+            revs = {rev(p) for p in pods}
+            if len(revs) > 1:
+                objs = [f"Pod/{p['name']}@{rev(p)}" for p in sorted(pods, key=lambda p: str(p["name"]))]
+                return _violation(name, st, f"group {g} has Ready pods of revisions {sorted(map(str, revs))}",
+                                  objs, [g])
+            leaders = [p for p in pods if is_leader(p)]
+            if not leaders:
+                continue
+            lseen = st.first_seen.get(str(leaders[0].get("uid")), -1)
+            stale = [
+                p for p in pods
+                if not is_leader(p) and lseen >= 0 and 0 <= st.first_seen.get(str(p.get("uid")), -1) < lseen
+            ]
+            if stale:
+                objs = [f"Pod/{leaders[0]['name']} (new leader)"] + [f"Pod/{p['name']} (older)" for p in stale]
+                return _violation(
+                    name, st, f"group {g}: Ready leader with Ready workers created before it (not replaced whole)",
+                    objs, [g],
+                )
+    return None
+
+
+def group_consistency(events: Sequence[Event], lws: str | None = None) -> Violation | None:
+    """No group is rebuilt with mixed revisions (the lws#225 / #280 class of bugs): a worker pod is
+    never created at a revision other than its group's live leader's, and a worker StatefulSet
+    never carries a revision other than the leader pod that owns it. Unlike `group_atomicity`
+    this tolerates old workers that are merely still being garbage-collected."""
+    name = "group-consistency"
+    leader_rev: dict[str, str | None] = {}  # leader pod uid -> revision
+    for st in replay(events, lws):
+        ev = st.event
+        assert ev is not None
+        o = ev.obj
+        new_pod = ev.type != "DELETED" and (st.prev_pod is None or st.prev_pod.get("uid") != o.get("uid"))
+        if ev.kind == "Pod" and new_pod:
+            g = group_of(o)
+            if g is None or _labels(o).get(NAME) != st.lws_name:
+                continue
+            if is_leader(o):
+                leader_rev[str(o.get("uid"))] = rev(o)
+                continue
+            v = st.views.get(g)
+            if v is not None and v.leader is not None and rev(o) != v.revision:
+                return _violation(
+                    name, st, f"worker created at revision {rev(o)} while leader {v.leader['name']} runs {v.revision}",
+                    [f"Pod/{o['name']}", f"Pod/{v.leader['name']}"], [g],
+                )
+        elif ev.kind == "StatefulSet" and ev.type != "DELETED" and ev.name != st.lws_name:
+            owner = str(o.get("owner") or "")
+            kind, _, rest = owner.partition("/")
+            uid = rest.rpartition("/")[2]
+            if kind == "Pod" and uid in leader_rev and rev(o) != leader_rev[uid]:
+                return _violation(
+                    name, st, f"worker StatefulSet at revision {rev(o)}, its leader pod at {leader_rev[uid]}",
+                    [f"StatefulSet/{o['name']}", owner], [g] if (g := group_of(o)) is not None else [],
+                )
+    return None
+
+
+def group_count_bound(events: Sequence[Event], lws: str | None = None) -> Violation | None:
+    """Live groups never exceed Burst = R + ms, and the leader StatefulSet never asks for more
+    than Burst of the replicas it was written for (its `replicas` annotation). After R shrinks,
+    the old Burst stays in force until the group count first fits the new one (the StatefulSet
+    controller needs a moment to delete the extra leaders)."""
+    name = "group-count-bound"
+    pending = 0
+    for st in replay(events, lws):
+        p = st.params
+        if p is None:
+            continue
+        ev = st.event
+        assert ev is not None
+        if ev.kind == "LeaderWorkerSet" and st.prev_params and st.prev_params.burst > p.burst:
+            pending = max(pending, st.prev_params.burst)
+        groups = st.live_groups()
+        bound = max(p.burst, pending)
+        if len(groups) > bound:
+            objs = [f"Pod/{st.leader_name(g)}" for g in groups if g >= p.replicas]
+            return _violation(
+                name, st,
+                f"{len(groups)} live groups {groups} > replicas {p.replicas} + maxSurge {p.max_surge}"
+                + (f" (old bound {pending} still in force)" if pending > p.burst else ""),
+                objs, [g for g in groups if g >= p.replicas],
+            )
+        if len(groups) <= p.burst:
+            pending = 0
+        if ev.kind == "StatefulSet" and st.leader_sts is ev.obj and st.lws:
+            sts = st.leader_sts
+            want = (sts.get("spec") or {}).get("replicas")
+            try:
+                annotated = int((sts.get("annotations") or {}).get(REPLICAS, ""))
+            except ValueError:
+                continue
+            allowed = burst_for(annotated, (st.lws.get("spec") or {}).get("maxSurge", 0))
+            if isinstance(want, int) and want > allowed:
+                return _violation(
+                    name, st, f"leader StatefulSet replicas {want} > {allowed} (replicas {annotated} + maxSurge)",
+                    [f"StatefulSet/{sts['name']}"],
+                )
+    return None
+
+
+def availability_bound(events: Sequence[Event], lws: str | None = None) -> Violation | None:
+    """Groups taken down never exceed maxUnavailable plus the available surge groups, i.e. at
+    least R - mu groups stay available (see the module docstring for the derivation)."""
+    name = "availability-bound"
+    for st in replay(events, lws):
+        p = st.params
+        if p is None:
+            continue
+        down = [g for g in sorted(st.ever_available) if g < p.replicas and not st.views[g].available]
+        if not down:
+            continue
+        surge_ok = [g for g in st.available_groups() if g >= p.replicas]
+        if len(down) > p.max_unavailable + len(surge_ok):
+            return _violation(
+                name, st,
+                f"groups {down} unavailable > maxUnavailable {p.max_unavailable} + {len(surge_ok)} available "
+                f"surge groups {surge_ok} (R={p.replicas}: fewer than R - maxUnavailable groups available)",
+                [f"Pod/{st.leader_name(g)}" for g in down], down,
+            )
+    return None
+
+
+def partition_respected(events: Sequence[Event], lws: str | None = None) -> Violation | None:
+    """Groups below spec.partition keep their revision; the leader StatefulSet partition never
+    goes below spec.partition and, within one rollout (same target revision, same spec
+    partition), only moves down (§4.4 "P = min(P', old P)", "Always P = max(P, lwsP)").
+
+    A raised spec.partition takes effect once the leader StatefulSet's partition reaches it; a
+    lowered one at once (the bound can only loosen)."""
+    name = "partition-respected"
+    eff: int | None = None
+    raised: int | None = None
+    last_rev: dict[int, tuple[str, str | None]] = {}  # group -> (leader uid, revision)
+    for st in replay(events, lws):
+        ev = st.event
+        assert ev is not None
+        if ev.kind == "LeaderWorkerSet" and st.params:
+            new = st.params.partition
+            if eff is None or new <= eff:
+                eff, raised = new, None
+            else:
+                raised = new
+        elif ev.kind == "StatefulSet" and st.leader_sts is ev.obj and st.leader_sts is not None:
+            sts = st.leader_sts
+            part = int((sts.get("spec") or {}).get("partition") or 0)
+            just_raised = raised is not None and part >= raised
+            if raised is not None and just_raised:
+                eff, raised = raised, None
+            if eff is not None and part < eff and st.target() is not None:
+                return _violation(name, st, f"leader StatefulSet partition {part} < spec.partition {eff}",
+                                  [f"StatefulSet/{sts['name']}"])
+            prev = st.prev_leader_sts
+            if prev is not None and rev(prev) == rev(sts) and raised is None and not just_raised:
+                before = int((prev.get("spec") or {}).get("partition") or 0)
+                if part > before:
+                    return _violation(
+                        name, st, f"leader StatefulSet partition moved up {before} -> {part} within one rollout",
+                        [f"StatefulSet/{sts['name']}"],
+                    )
+        elif ev.kind == "Pod" and ev.type != "DELETED" and is_leader(ev.obj) and live(ev.obj):
+            g = group_of(ev.obj)
+            if g is None:
+                continue
+            uid, h = str(ev.obj.get("uid")), rev(ev.obj)
+            old = last_rev.get(g)
+            if old and old[0] != uid and old[1] != h and eff is not None and g < eff:
+                return _violation(
+                    name, st, f"group {g} < spec.partition {eff} changed revision {old[1]} -> {h}",
+                    [f"Pod/{ev.name}"], [g],
+                )
+            last_rev[g] = (uid, h)
+    return None
+
+
+def update_order(events: Sequence[Event], lws: str | None = None) -> Violation | None:
+    """Updates proceed from the highest index down: when a group below R starts updating (its
+    leader at an old revision is deleted), every higher group below R is already at the target
+    revision or has started updating."""
+    name = "update-order"
+    target: str | None = None
+    started: set[int] = set()
+    for st in replay(events, lws):
+        ev = st.event
+        assert ev is not None
+        if ev.kind == "StatefulSet" and st.leader_sts is not None and st.leader_sts is ev.obj:
+            if st.target() != target:
+                target, started = st.target(), set()
+            continue
+        if ev.kind != "Pod" or not is_leader(ev.obj) or target is None or st.params is None:
+            continue
+        g = group_of(ev.obj)
+        if g is None or g >= st.params.replicas or rev(ev.obj) == target or g in started:
+            continue
+        if ev.type != "DELETED" and live(ev.obj):
+            continue  # not being replaced
+        started.add(g)
+        laggards = [
+            h for h in range(g + 1, st.params.replicas)
+            if h not in started and (v := st.views.get(h)) and v.leader is not None and v.revision != target
+        ]
+        if laggards:
+            return _violation(
+                name, st,
+                f"group {g} started updating to {target} while higher groups {laggards} still run an old revision",
+                [f"Pod/{ev.name}"] + [f"Pod/{st.leader_name(h)}" for h in laggards], [g, *laggards],
+            )
+    return None
+
+
+def conditions(events: Sequence[Event], lws: str | None = None) -> Violation | None:
+    """The §4.5 state machine, at every status the controller wrote for the current spec:
+    Available excludes Progressing and UpdateInProgress; Available means readyReplicas >= R and
+    updatedReplicas >= R - min(partition, R); UpdateInProgress never appears before the template
+    first changed (#490). (That UpdateInProgress comes with Progressing is `condition_pairing`.)"""
+    name = "conditions"
+    for st in replay(events, lws):
+        ev = st.event
+        assert ev is not None
+        if ev.kind != "LeaderWorkerSet" or ev.type == "DELETED" or st.lws is None or st.params is None:
+            continue
+        o, p = st.lws, st.params
+        if not _status_current(o):
+            continue
+        av, pr, up = (_cond(o, c) == "True" for c in ("Available", "Progressing", "UpdateInProgress"))
+        status = o.get("status") or {}
+        ref = [f"LeaderWorkerSet/{o['name']}"]
+        if av and (pr or up):
+            return _violation(name, st, f"Available=True together with {'Progressing' if pr else 'UpdateInProgress'}"
+                              f"=True: {status.get('conditions')}", ref)
+        if av:
+            need_updated = p.replicas - min(p.partition, p.replicas)
+            if status.get("readyReplicas", 0) < p.replicas or status.get("updatedReplicas", 0) < need_updated:
+                return _violation(
+                    name, st,
+                    f"Available=True with readyReplicas {status.get('readyReplicas')} / updatedReplicas "
+                    f"{status.get('updatedReplicas')} (need >= {p.replicas} / >= {need_updated})", ref,
+                )
+        if up and len(st.templates) < 2:
+            return _violation(name, st, "UpdateInProgress=True although the template never changed", ref)
+    return None
+
+
+def condition_pairing(events: Sequence[Event], lws: str | None = None) -> Violation | None:
+    """§4.5: "updated < current: UpdateInProgress=True and Progressing=True" -- every status the
+    controller writes with UpdateInProgress=True also has Progressing=True."""
+    name = "condition-pairing"
+    for st in replay(events, lws):
+        ev = st.event
+        assert ev is not None
+        if ev.kind != "LeaderWorkerSet" or ev.type == "DELETED" or st.lws is None or not _status_current(st.lws):
+            continue
+        if _cond(st.lws, "UpdateInProgress") == "True" and _cond(st.lws, "Progressing") != "True":
+            conds = (st.lws.get("status") or {}).get("conditions")
+            return _violation(name, st, f"UpdateInProgress=True without Progressing=True: {conds}",
+                              [f"LeaderWorkerSet/{st.lws['name']}"])
+    return None
+
+
+def surge_reclaimed(events: Sequence[Event], lws: str | None = None) -> Violation | None:
+    """Surge groups are removed when the update completes: a status with Available=True and
+    spec.partition 0 is only written after the leader StatefulSet went back to R replicas (the
+    controller sets replicas before it writes status in the same reconcile)."""
+    name = "surge-reclaimed"
+    for st in replay(events, lws):
+        ev = st.event
+        assert ev is not None
+        if ev.kind != "LeaderWorkerSet" or st.lws is None or st.params is None or st.leader_sts is None:
+            continue
+        o, p = st.lws, st.params
+        if _status_current(o) and _cond(o, "Available") == "True" and p.partition == 0:
+            want = (st.leader_sts.get("spec") or {}).get("replicas")
+            if want != p.replicas:
+                objs = [f"LeaderWorkerSet/{o['name']}", f"StatefulSet/{st.leader_sts['name']}"]
+                return _violation(
+                    name, st, f"Available=True with partition 0 while the leader StatefulSet still wants {want} "
+                    f"replicas (R={p.replicas})", objs,
+                )
+    return None
+
+
+def completion(events: Sequence[Event], lws: str | None = None) -> Violation | None:
+    """The final state once the update has settled: every group in [partition, R) is at the
+    target revision, available, and whole (no worker of an older incarnation); with partition 0
+    no surge group remains; status counts equal what the pods show; Available=True,
+    Progressing and UpdateInProgress not True. Checked after the last event only."""
+    name = "completion"
+    last: State | None = None
+    for st in replay(events, lws):
+        last = st
+    if last is None or last.lws is None or last.params is None:
+        return None
+    st, o, p = last, last.lws, last.params
+    ref = [f"LeaderWorkerSet/{o['name']}"]
+    if not _status_current(o):
+        return _violation(name, st, f"status.observedGeneration {(o.get('status') or {}).get('observedGeneration')} "
+                          f"!= generation {o.get('generation')} at the end", ref)
+    target = st.target()
+    problems: list[str] = []
+    bad: list[int] = []
+    for g in range(min(p.partition, p.replicas), p.replicas):
+        v = st.views.get(g)
+        if v is None or v.leader is None or v.revision != target or not v.available:
+            problems.append(f"group {g} " + ("missing" if v is None or v.leader is None else
+                                             f"revision {v.revision} available={v.available}"))
+            bad.append(g)
+            continue
+        lseen = st.first_seen.get(str(v.leader.get("uid")), -1)
+        for w in st.group_pods.get(g, {}).values():
+            if not is_leader(w) and live(w) and (rev(w) != target or 0 <= st.first_seen.get(str(w.get("uid")), -1)
+                                                  < lseen):
+                problems.append(f"group {g} keeps worker {w['name']} of an older revision/incarnation")
+                bad.append(g)
+    groups = st.live_groups()
+    surge = [g for g in groups if g >= p.replicas]
+    if p.partition == 0 and surge:
+        problems.append(f"surge groups {surge} remain after the update completed")
+        bad.extend(surge)
+    status = o.get("status") or {}
+    updated = [g for g in groups if st.views[g].revision == target]
+    expect = {"replicas": len(groups), "readyReplicas": len(st.available_groups()), "updatedReplicas": len(updated)}
+    for key, seen in expect.items():
+        if status.get(key, 0) != seen:
+            problems.append(f"status.{key} {status.get(key, 0)} != {seen} seen in pods")
+    if _cond(o, "Available") != "True" or "True" in (_cond(o, "Progressing"), _cond(o, "UpdateInProgress")):
+        problems.append(f"conditions {status.get('conditions')} (want Available only)")
+    if problems:
+        return _violation(name, st, "; ".join(problems), ref + [f"Pod/{st.leader_name(g)}" for g in bad], bad)
+    return None
+
+
+Invariant = Callable[[Sequence[Event], str | None], Violation | None]
+EVERY_EVENT: dict[str, Invariant] = {
+    "group-atomicity": group_atomicity,
+    "group-consistency": group_consistency,
+    "group-count-bound": group_count_bound,
+    "availability-bound": availability_bound,
+    "partition-respected": partition_respected,
+    "update-order": update_order,
+    "conditions": conditions,
+    "condition-pairing": condition_pairing,
+    "surge-reclaimed": surge_reclaimed,
+}
+ALL: dict[str, Invariant] = {**EVERY_EVENT, "completion": completion}
+
+
+def check_all(
+    events: Sequence[Event], lws: str | None = None, *, final: bool = True, only: Sequence[str] | None = None
+) -> list[Violation]:
+    """Every invariant's first violation, earliest first. `final=False` skips `completion`
+    (for a timeline cut off mid-rollout); `only` restricts the check to the named invariants."""
+    chosen = {k: f for k, f in (ALL if final else EVERY_EVENT).items() if only is None or k in only}
+    unknown = set(only or ()) - set(ALL)
+    if unknown:
+        raise ValueError(f"unknown invariants {sorted(unknown)}; known: {sorted(ALL)}")
+    found = [v for f in chosen.values() if (v := f(events, lws)) is not None]
+    return sorted(found, key=lambda v: v.index)
+
+
+# -- facts the suites assert on (pure too) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StsStep:
+    """One distinct (revision, replicas, partition) of the leader StatefulSet spec."""
+
+    index: int
+    t: float
+    revision: str | None
+    replicas: int | None
+    partition: int
+
+
+def leader_sts_steps(events: Sequence[Event], lws: str | None = None) -> list[StsStep]:
+    out: list[StsStep] = []
+    for st in replay(events, lws):
+        ev = st.event
+        if ev is None or ev.kind != "StatefulSet" or st.leader_sts is not ev.obj or st.leader_sts is None:
+            continue
+        spec = st.leader_sts.get("spec") or {}
+        step = StsStep(st.index, ev.t, rev(st.leader_sts), spec.get("replicas"), int(spec.get("partition") or 0))
+        if not out or (out[-1].revision, out[-1].replicas, out[-1].partition) != (
+            step.revision, step.replicas, step.partition
+        ):
+            out.append(step)
+    return out
+
+
+def peak_live_groups(events: Sequence[Event], lws: str | None = None, since: int = 0) -> int:
+    """The most groups live at once at or after ordered event `since`."""
+    peak = 0
+    for st in replay(events, lws):
+        if st.index >= since:
+            peak = max(peak, len(st.live_groups()))
+    return peak
+
+
+def revisions_by_group(events: Sequence[Event], lws: str | None = None) -> dict[int, list[str | None]]:
+    """Per group, the revisions of its successive leader incarnations."""
+    out: dict[int, list[str | None]] = {}
+    seen: set[str] = set()
+    for st in replay(events, lws):
+        ev = st.event
+        if ev and ev.kind == "Pod" and is_leader(ev.obj) and ev.type != "DELETED":
+            uid = str(ev.obj.get("uid"))
+            g = group_of(ev.obj)
+            if g is not None and uid not in seen:
+                seen.add(uid)
+                out.setdefault(g, []).append(rev(ev.obj))
+    return out
+
+
+def documented_update_start(replicas: int, sts_replicas: int, max_unavailable: Any, max_surge: Any,
+                            partition: int = 0) -> tuple[int, int]:
+    """(leader StatefulSet replicas, partition) written when a new revision is detected (§4.4
+    case 2), from a settled state of `sts_replicas` leaders."""
+    p = Params.from_spec({"replicas": replicas, "maxUnavailable": max_unavailable, "maxSurge": max_surge})
+    part = max(min(replicas, sts_replicas), partition)
+    if sts_replicas < replicas:
+        return replicas, part
+    unready = replicas
+    want = p.burst if unready > p.max_surge else replicas + max(0, unready - p.max_unavailable)
+    return want, part
+
+
+def documented_first_step(replicas: int, max_unavailable: Any, max_surge: Any, partition: int = 0) -> int:
+    """The partition of the first rollout step after case 2, every group ready and old (§4.4
+    case 6 with tailReady 0): max(S - step, lwsP) with step = mu + ms - (Burst - S)."""
+    p = Params.from_spec({"replicas": replicas, "maxUnavailable": max_unavailable, "maxSurge": max_surge})
+    s, _ = documented_update_start(replicas, replicas, max_unavailable, max_surge)
+    step = p.max_unavailable + p.max_surge - (p.burst - s)
+    return max(min(max(0, s - step), replicas), partition)

@@ -1,0 +1,169 @@
+"""The existing-cluster provider: a vendor's cluster, adopted read-only from a kubeconfig.
+
+Nothing is installed or changed outside what tests create. Versions are read from the cluster
+(see `preflight`), topology label keys and the GPU resource come from the profile (`lwsc
+discover` proposes one). Tests that break things or eat the whole capacity are marked
+`destructive` and only run with `--lwsc-allow-destructive` on a cluster the harness did not
+create. Cleanup deletes exactly what carries the run label `lwsc.x-k8s.io/run`, nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from ..errors import UserError
+from ..k8s.client import api_client
+from ..k8s.objects import CLUSTER_SCOPED, RUN_LABEL, gvp, sweep_run
+from ..profile import Profile
+from . import preflight
+from .base import ClusterHandle
+
+# Providers whose clusters the harness created and throws away: destructive tests may run there.
+DISPOSABLE = frozenset({"local", "kind"})
+_PATH_KEYS = {"certificate-authority", "client-certificate", "client-key", "tokenFile"}
+
+
+def destructive_skip_reason(handle: ClusterHandle, allowed: bool) -> str | None:
+    """Why a `destructive` test must not run on this cluster, or None if it may."""
+    if allowed or handle.provider in DISPOSABLE:
+        return None
+    return (
+        f"destructive: breaks things or needs the whole capacity; not run on a {handle.provider} cluster "
+        f"the harness did not create unless --lwsc-allow-destructive is given"
+    )
+
+
+def pin_context(kubeconfig: Path, context: str, out: Path) -> Path:
+    """A self-contained copy of `kubeconfig` whose current context is `context`.
+
+    Suites build clients from a kubeconfig path alone; pinning the context into a copy (with
+    relative file references made absolute) keeps them unaware of contexts.
+    """
+    try:
+        doc = yaml.safe_load(kubeconfig.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"cannot read kubeconfig {kubeconfig}: {str(exc).splitlines()[0]}") from None
+    contexts = {c["name"]: c for c in doc.get("contexts") or []}
+    if context not in contexts:
+        raise UserError(f"context '{context}' not in {kubeconfig}; it has: {', '.join(sorted(contexts)) or 'none'}")
+    ctx = contexts[context]
+    cluster_name, user_name = ctx["context"].get("cluster"), ctx["context"].get("user")
+    base = kubeconfig.resolve().parent
+
+    def absolute(section: dict[str, Any]) -> dict[str, Any]:
+        return {k: (str(base / v) if k in _PATH_KEYS and v and not os.path.isabs(v) else v) for k, v in section.items()}
+
+    pinned = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": context,
+        "contexts": [ctx],
+        "clusters": [
+            {**c, "cluster": absolute(c.get("cluster") or {})}
+            for c in doc.get("clusters") or []
+            if c["name"] == cluster_name
+        ],
+        "users": [
+            {**u, "user": absolute(u.get("user") or {})} for u in doc.get("users") or [] if u["name"] == user_name
+        ],
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(pinned, sort_keys=False))
+    out.chmod(0o600)
+    return out
+
+
+def adopt(
+    kubeconfig: Path, profile: Profile, known: dict[str, str] | None = None
+) -> tuple[ClusterHandle, preflight.Report]:
+    """A handle for a cluster the harness did not create, plus the preflight that built it.
+
+    Versions are what the cluster shows; where it shows none, the profile's value is used and the
+    preflight says so (a `warn` line naming `--set versions.<c>=`).
+    """
+    if not kubeconfig.is_file():
+        raise UserError(f"kubeconfig {kubeconfig} does not exist; pass --kubeconfig PATH")
+    api = api_client(kubeconfig)
+    try:
+        report = preflight.run(api, profile.topology, known)
+    finally:
+        api.close()
+    versions: dict[str, str] = {}
+    for component, found in report.versions.items():
+        if found.version:
+            versions[component] = found.version
+        elif found.installed and component in profile.versions:
+            versions[component] = profile.versions[component]
+            report.add(
+                f"{component} version (assumed)",
+                "warn",
+                f"using the profile's {profile.versions[component]}; pass --set versions.{component}=<vX.Y.Z> "
+                f"if that is not what runs (version gating depends on it)",
+            )
+    handle = ClusterHandle(
+        provider="existing",
+        kubeconfig=kubeconfig,
+        versions=versions,
+        topology=profile.topology,
+        kueue_topology_name=profile.kueue_topology_name,
+        kueue_flavor_name=profile.kueue_flavor_name,
+    )
+    return handle, report
+
+
+def harness_objects(api: client.ApiClient, run_id: str | None = None) -> list[str]:
+    """`kind/name` of everything carrying the run label (of one run, or of any run)."""
+    selector = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
+    nss = client.CoreV1Api(api).list_namespace(label_selector=selector).items
+    out = [f"Namespace/{ns.metadata.name}" for ns in nss if ns.metadata]
+    custom = client.CustomObjectsApi(api)
+    for kind in sorted(CLUSTER_SCOPED):
+        group, version, plural = gvp(kind, "kueue.x-k8s.io/v1beta2")
+        try:
+            listing = cast(
+                dict[str, Any], custom.list_cluster_custom_object(group, version, plural, label_selector=selector)
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                continue
+            raise
+        out += [f"{kind}/{i['metadata']['name']}" for i in listing["items"]]
+    return out
+
+
+def run_ids(api: client.ApiClient) -> list[str]:
+    """Every run id that still has labelled namespaces (for `lwsc cleanup --all`)."""
+    nss = client.CoreV1Api(api).list_namespace(label_selector=RUN_LABEL).items
+    return sorted({(ns.metadata.labels or {})[RUN_LABEL] for ns in nss if ns.metadata})
+
+
+def cleanup(api: client.ApiClient, run_id: str | None) -> list[str]:
+    """Delete what one run (or, with None, every harness run) created; return what was deleted."""
+    doomed = harness_objects(api, run_id)
+    ids = [run_id] if run_id else sorted(set(run_ids(api)) | _cluster_scoped_run_ids(api))
+    for rid in ids:
+        sweep_run(api, rid)
+    return doomed
+
+
+def _cluster_scoped_run_ids(api: client.ApiClient) -> set[str]:
+    custom = client.CustomObjectsApi(api)
+    out: set[str] = set()
+    for kind in CLUSTER_SCOPED:
+        group, version, plural = gvp(kind, "kueue.x-k8s.io/v1beta2")
+        try:
+            listing = cast(
+                dict[str, Any], custom.list_cluster_custom_object(group, version, plural, label_selector=RUN_LABEL)
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                continue
+            raise
+        out |= {i["metadata"]["labels"][RUN_LABEL] for i in listing["items"]}
+    return out
