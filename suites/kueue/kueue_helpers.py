@@ -1,0 +1,261 @@
+"""Shared pieces of the Kueue suites: per-test queues, Workload waits, group views of pods.
+
+Not a test module. Every cluster-scoped object is named from the test's `unique` value and created
+through `scenario.create`, so it is deleted after the test and never collides with a concurrent
+test. Pods of one LWS are selected by the LWS name label, so several LWS can share a namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lws_conformance import workloads
+from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.wait import wait_for
+from lws_conformance.profile import Topology
+from lws_conformance.providers.base import ClusterHandle
+from lws_conformance.scenario import LWS_API, Scenario
+
+Obj = dict[str, Any]
+KUEUE_API = f"{workloads.KUEUE_GROUP}/{workloads.KUEUE_VERSION}"
+JOB_UID = "kueue.x-k8s.io/job-uid"
+NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+OBSERVE_SECONDS = 5.0  # "must never happen" windows: several Kueue scheduling cycles (it requeues within ~1 s)
+QUEUE = "lq"  # LocalQueue name in the test namespace (never `default`: that captures unlabelled LWS)
+
+
+# -- queues ------------------------------------------------------------------------------------
+def plain_queue(
+    scenario: Scenario, unique: str, quota: dict[str, str], *, preemption: bool = False, queue: str = QUEUE
+) -> str:
+    """ResourceFlavor (no node labels) + ClusterQueue with `quota` + LocalQueue; returns the queue name."""
+    scenario.create(workloads.resource_flavor(f"{unique}-rf"))
+    cq = workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", quota)
+    if preemption:
+        cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    scenario.create(cq)
+    scenario.create(workloads.local_queue(queue, f"{unique}-cq"))
+    return queue
+
+
+def tas_queue(
+    scenario: Scenario, cluster: ClusterHandle, unique: str, quota: dict[str, str], queue: str = QUEUE
+) -> str:
+    """Topology (block, rack, hostname) + TAS ResourceFlavor + ClusterQueue + LocalQueue, all per test.
+
+    The flavor selects nodes with the same nodeLabels as the harness's own TAS flavor, so it works
+    on any provider whose handle names one.
+    """
+    t = cluster.topology
+    shared = scenario.objects.get("ResourceFlavor", KUEUE_API, cluster.kueue_flavor_name)
+    node_labels = (shared.get("spec") or {}).get("nodeLabels") or {}
+    assert node_labels, f"ResourceFlavor {cluster.kueue_flavor_name} has no nodeLabels to copy"
+    scenario.create(workloads.topology(f"{unique}-topo", [t.block_label, t.rack_label, t.hostname_label]))
+    scenario.create(workloads.resource_flavor(f"{unique}-rf", node_labels, topology=f"{unique}-topo"))
+    scenario.create(workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", quota))
+    scenario.create(workloads.local_queue(queue, f"{unique}-cq"))
+    return queue
+
+
+def set_quota(scenario: Scenario, unique: str, quota: dict[str, str]) -> None:
+    """Replace the per-test ClusterQueue's quota (the resource groups are replaced whole)."""
+    groups = workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", quota)["spec"]["resourceGroups"]
+    scenario.custom.patch_cluster_custom_object(
+        workloads.KUEUE_GROUP,
+        workloads.KUEUE_VERSION,
+        "clusterqueues",
+        f"{unique}-cq",
+        {"spec": {"resourceGroups": groups}},
+    )
+
+
+def roomy(t: Topology) -> dict[str, str]:
+    """Quota far above what the cluster holds, so quota is never what blocks a TAS test."""
+    return {"cpu": "1000", "memory": "10000Gi", t.gpu_resource: str(t.nodes * t.gpus_per_node * 4)}
+
+
+# -- Workloads ---------------------------------------------------------------------------------
+def admitted(wl: Obj) -> bool:
+    return P.condition(wl, "Admitted") == "True"
+
+
+def quota_reserved(wl: Obj) -> bool:
+    return P.condition(wl, "QuotaReserved") == "True"
+
+
+def condition_false(wl: Obj, ctype: str) -> bool:
+    """The condition is present and False: Kueue evaluated the Workload and said no."""
+    return P.condition(wl, ctype) == "False"
+
+
+def lws_uid(scenario: Scenario, name: str) -> str:
+    uid: str = scenario.lws(name)["metadata"]["uid"]
+    return uid
+
+
+def list_workloads_fn(scenario: Scenario) -> Callable[..., Any]:
+    return scenario.custom.list_namespaced_custom_object
+
+
+def workload_kwargs(scenario: Scenario, uid: str) -> dict[str, Any]:
+    """list/watch arguments selecting the Workloads of one LWS (Kueue labels them with its UID)."""
+    return {
+        "group": workloads.KUEUE_GROUP,
+        "version": workloads.KUEUE_VERSION,
+        "namespace": scenario.namespace,
+        "plural": "workloads",
+        "label_selector": f"{JOB_UID}={uid}",
+    }
+
+
+def wait_workloads(scenario: Scenario, uid: str, predicate: Callable[[list[Obj]], Any], condition: str) -> Any:
+    return wait_for(
+        scenario.api,
+        list_workloads_fn(scenario),
+        predicate,
+        what=f"Workloads in {scenario.namespace} ({JOB_UID}={uid})",
+        condition=condition,
+        timeout=60,
+        diagnose=scenario.diagnose,
+        **workload_kwargs(scenario, uid),
+    )
+
+
+def wait_pending(scenario: Scenario, uid: str, name: str) -> Obj:
+    """Wait until Kueue has evaluated Workload `name` and left it without quota (QuotaReserved=False).
+
+    Observation windows start after this, so a "nothing escaped" verdict never just means "Kueue
+    had not looked yet".
+    """
+    found: list[Obj] = wait_workloads(
+        scenario,
+        uid,
+        lambda ws: [w for w in ws if w["metadata"]["name"] == name and condition_false(w, "QuotaReserved")],
+        f"{name} evaluated and pending (QuotaReserved=False)",
+    )
+    return found[0]
+
+
+def by_name(objs: list[Obj]) -> dict[str, Obj]:
+    return {o["metadata"]["name"]: o for o in objs if not o["metadata"].get("deletionTimestamp")}
+
+
+# -- pods of one LWS ---------------------------------------------------------------------------
+def selector(lws_name: str) -> str:
+    return f"{NAME_LABEL}={lws_name}"
+
+
+def groups_of(pods: list[Obj]) -> dict[int, list[Obj]]:
+    return {int(k): v for k, v in P.by_group(pods).items()}
+
+
+def whole_ready(group: list[Obj], size: int) -> bool:
+    """Every pod of the group present, ungated, bound and Ready."""
+    return len(group) == size and all(P.pod_ready(p) and P.bound(p) and not P.gated(p) for p in group)
+
+
+def whole_held(group: list[Obj], size: int) -> bool:
+    """Every pod of the group present and held back by Kueue (gated, unbound, not running)."""
+    return len(group) == size and all(P.held(p) for p in group)
+
+
+def split(replicas: int, size: int, ready: int) -> Callable[[list[Obj]], tuple[list[int], list[int]] | None]:
+    """Predicate: all `replicas` groups exist; exactly `ready` are whole-ready, the rest whole-held."""
+
+    def check(pods: list[Obj]) -> tuple[list[int], list[int]] | None:
+        groups = groups_of(pods)
+        if sorted(groups) != list(range(replicas)):
+            return None
+        up = sorted(i for i, g in groups.items() if whole_ready(g, size))
+        down = sorted(i for i, g in groups.items() if whole_held(g, size))
+        return (up, down) if len(up) == ready and len(down) == replicas - ready else None
+
+    return check
+
+
+def all_ready(replicas: int, size: int) -> Callable[[list[Obj]], list[Obj] | None]:
+    def check(pods: list[Obj]) -> list[Obj] | None:
+        groups = groups_of(pods)
+        if sorted(groups) == list(range(replicas)) and all(whole_ready(g, size) for g in groups.values()):
+            return P.live(pods)
+        return None
+
+    return check
+
+
+def leak(group_index: int) -> Callable[[list[Obj]], str | None]:
+    """Violation for `observe`: a pod of `group_index` left the gate, was bound, or ran."""
+
+    def check(pods: list[Obj]) -> str | None:
+        for p in groups_of(pods).get(group_index, []):
+            if not P.held(p):
+                gates = [g.get("name") for g in p["spec"].get("schedulingGates") or []]
+                return (
+                    f"pod {p['metadata']['name']} of waiting group {group_index} escaped: gates={gates} "
+                    f"node={p['spec'].get('nodeName')} phase={(p.get('status') or {}).get('phase')}"
+                )
+        return None
+
+    return check
+
+
+def node_labels(scenario: Scenario, pods: list[Obj], key: str) -> dict[str, str]:
+    """pod name -> value of node label `key` on the node the pod is bound to."""
+    out = {}
+    for p in pods:
+        node = scenario.core.read_node(p["spec"]["nodeName"])
+        labels = (node.metadata.labels if node.metadata else None) or {}
+        out[p["metadata"]["name"]] = labels.get(key, "")
+    return out
+
+
+def delete_lws(scenario: Scenario, name: str) -> None:
+    group, _, version = LWS_API.rpartition("/")
+    scenario.custom.delete_namespaced_custom_object(group, version, scenario.namespace, "leaderworkersets", name)
+
+
+def act_then_wait(action: Callable[[], Any], check: Callable[[list[Obj]], Any]) -> Callable[[list[Obj]], Any]:
+    """A `wait_for` predicate that runs `action` right after the initial list, then applies `check`.
+
+    `wait_for` watches from the initial list's resourceVersion, so every change `action` causes is
+    seen as an event, however briefly it lasts (e.g. a surge Workload that exists for a second).
+    """
+    fired = False
+
+    def predicate(objs: list[Obj]) -> Any:
+        nonlocal fired
+        if not fired:
+            fired = True
+            action()
+            return None
+        return check(objs)
+
+    return predicate
+
+
+def gpus(pod: Obj, resource: str) -> int:
+    total = 0
+    for c in pod["spec"].get("containers") or []:
+        total += int(((c.get("resources") or {}).get("requests") or {}).get(resource, "0"))
+    return total
+
+
+def cpu_millis(quantity: str) -> int:
+    """A cpu quantity ("32", "500m", "1.5") in millicores."""
+    return int(quantity[:-1]) if quantity.endswith("m") else int(float(quantity) * 1000)
+
+
+def racks_of(scenario: Scenario, cluster: ClusterHandle, pods: list[Obj]) -> dict[int, set[str]]:
+    """group index -> the set of racks its pods are bound to (pod.spec.nodeName -> node labels)."""
+    racks = node_labels(scenario, pods, cluster.topology.rack_label)
+    out: dict[int, set[str]] = {}
+    for idx, group in groups_of(pods).items():
+        out[idx] = {racks[p["metadata"]["name"]] for p in group}
+    return out
+
+
+def topology_assigned(wl: Obj) -> list[str]:
+    """Names of the Workload's podsets that carry a TAS topologyAssignment."""
+    psas = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+    return sorted(psa["name"] for psa in psas if psa.get("topologyAssignment"))

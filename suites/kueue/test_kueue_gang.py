@@ -1,0 +1,234 @@
+"""Gang admission of LWS groups through Kueue (kueue-behaviour.md §3.4-§3.7).
+
+Why this matters: an LWS group (leader + workers) is only useful whole. Kueue is what turns LWS into
+gang scheduling (kubernetes-sigs/lws#167): one Workload per group, quota reserved for the whole
+group, and every pod of the group held behind the `kueue.x-k8s.io/admission` scheduling gate until
+then (the shape of the CNCF AI-conformance gang-scheduling requirement KAR-0053). A partially
+started group holds accelerators and does no work, so the negative checks are watched, not
+sampled. Quota is expressed in GPUs, 1 per pod, so the arithmetic reads as "pods".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kueue_helpers as K
+import pytest
+
+from lws_conformance import workloads
+from lws_conformance.k8s import predicates as P
+from lws_conformance.providers.base import ClusterHandle
+from lws_conformance.scenario import Scenario
+
+pytestmark = pytest.mark.cluster
+Obj = dict[str, Any]
+
+
+def _quota(t: Any, gpus: int) -> dict[str, str]:
+    """GPUs are the scarce resource; cpu/memory are covered generously."""
+    return {"cpu": "100", "memory": "100Gi", t.gpu_resource: str(gpus)}
+
+
+def _gang_lws(
+    name: str, cluster: ClusterHandle, replicas: int, size: int, gpus: int = 1, labels: dict[str, str] | None = None
+) -> Obj:
+    obj = workloads.lws(
+        name, replicas=replicas, size=size, gpus=gpus, gpu_resource=cluster.topology.gpu_resource, queue=K.QUEUE
+    )
+    obj["metadata"]["labels"].update(labels or {})
+    return obj
+
+
+@pytest.mark.requirement("KUEUE-GANG-001")
+def test_every_group_gets_its_own_workload_and_runs_whole(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    replicas, size = 2, 3
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster.topology, replicas * size))
+    scenario.create(_gang_lws("gang", lwsc_cluster, replicas, size))
+
+    pods = scenario.wait_pods(
+        K.all_ready(replicas, size), "every pod of both groups ungated, bound and Ready", selector=K.selector("gang")
+    )
+    assert P.names(pods) == P.expected_pod_names("gang", replicas, size)
+    assert not [p["metadata"]["name"] for p in pods if p["spec"].get("schedulingGates")], "pods kept a gate"
+
+    uid = K.lws_uid(scenario, "gang")
+    expected = {workloads.lws_workload_name("gang", uid, i): i for i in range(replicas)}
+    wls = K.wait_workloads(
+        scenario,
+        uid,
+        lambda ws: K.by_name(ws) if set(K.by_name(ws)) == set(expected) and all(map(K.admitted, ws)) else None,
+        f"exactly the Workloads {sorted(expected)}, all Admitted",
+    )
+    for name, wl in wls.items():
+        podsets = {ps["name"]: ps["count"] for ps in wl["spec"]["podSets"]}
+        assert podsets == {"leader": 1, "worker": size - 1}, f"{name}: podSets {podsets} do not cover one whole group"
+        owners = {(o["kind"], o["uid"]) for o in wl["metadata"].get("ownerReferences") or []}
+        assert ("LeaderWorkerSet", uid) in owners, f"{name} is not owned by the LWS"
+    for p in pods:
+        idx = int(p["metadata"]["labels"][P.GROUP_INDEX])
+        group = P.kueue_pod_group(p)
+        assert group and expected.get(group) == idx, f"pod {p['metadata']['name']} belongs to Kueue group {group}"
+
+
+@pytest.mark.requirement("KUEUE-GANG-002")
+def test_group_without_quota_stays_wholly_gated(scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str) -> None:
+    """Quota for one group plus one pod: the second group could start one pod, and must start none.
+
+    A second LWS whose single group needs more GPUs than the whole ClusterQueue has is held too.
+    """
+    replicas, size = 2, 3
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster.topology, size + 1))
+    scenario.create(_gang_lws("gang", lwsc_cluster, replicas, size))
+    (running,), (waiting,) = scenario.wait_pods(
+        K.split(replicas, size, ready=1),
+        "one group whole and Ready, the other wholly held",
+        selector=K.selector("gang"),
+    )
+    scenario.create(_gang_lws("huge", lwsc_cluster, 1, size, gpus=2))  # needs 2*size > size+1 GPUs
+    scenario.wait_pods(K.split(1, size, ready=0), "the oversized group wholly held", selector=K.selector("huge"))
+    uid, huge_uid = K.lws_uid(scenario, "gang"), K.lws_uid(scenario, "huge")
+    pending = K.wait_pending(scenario, uid, workloads.lws_workload_name("gang", uid, waiting))
+    K.wait_pending(scenario, huge_uid, workloads.lws_workload_name("huge", huge_uid, 0))
+    assert not (pending.get("status") or {}).get("admission"), "a waiting Workload must carry no admission"
+
+    def violation(pods: list[Obj]) -> str | None:
+        mine = [p for p in pods if (p["metadata"].get("labels") or {}).get(K.NAME_LABEL) == "gang"]
+        other = [p for p in pods if (p["metadata"].get("labels") or {}).get(K.NAME_LABEL) == "huge"]
+        return K.leak(waiting)(mine) or K.leak(0)(other)
+
+    escaped = scenario.observe_pods(violation, K.OBSERVE_SECONDS)
+    assert escaped is None, escaped
+
+    listing: Any = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))
+    wls = K.by_name(listing["items"])
+    assert not K.quota_reserved(wls[pending["metadata"]["name"]]), "the waiting Workload got quota"
+    assert K.admitted(wls[workloads.lws_workload_name("gang", uid, running)])
+    pods = scenario.pods(K.selector("gang"))
+    assert K.whole_ready(K.groups_of(pods)[running], size), "the admitted group did not stay whole and Ready"
+
+
+@pytest.mark.requirement("KUEUE-GANG-003")
+def test_deleting_admitted_lws_admits_waiting_group_whole(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    size = 3
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster.topology, size + 1))
+    scenario.create(_gang_lws("first", lwsc_cluster, 1, size))
+    scenario.wait_pods(K.split(1, size, ready=1), "the first LWS admitted whole", selector=K.selector("first"))
+    first_uid = K.lws_uid(scenario, "first")
+    scenario.create(_gang_lws("second", lwsc_cluster, 1, size))
+    scenario.wait_pods(K.split(1, size, ready=0), "the second LWS wholly held", selector=K.selector("second"))
+    second_uid = K.lws_uid(scenario, "second")
+    K.wait_pending(scenario, second_uid, workloads.lws_workload_name("second", second_uid, 0))
+
+    K.delete_lws(scenario, "first")
+    K.wait_workloads(scenario, first_uid, lambda ws: not ws or None, "the deleted LWS's Workloads are gone")
+    scenario.wait_pods(
+        K.split(1, size, ready=1),
+        "the waiting group admitted whole after the quota was released",
+        selector=K.selector("second"),
+    )
+    K.wait_workloads(scenario, second_uid, lambda ws: len(ws) == 1 and K.admitted(ws[0]), "its Workload Admitted")
+
+
+@pytest.mark.requirement("KUEUE-SCALE-001")
+def test_scale_up_admits_new_groups_whole_as_quota_allows(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """1 -> 3 groups with quota for 2 groups and 1 pod: one new group starts whole, one waits whole."""
+    size = 2
+    t = lwsc_cluster.topology
+    K.plain_queue(scenario, unique, _quota(t, 2 * size + 1))
+    scenario.create(_gang_lws("up", lwsc_cluster, 1, size))
+    scenario.wait_pods(K.split(1, size, ready=1), "group 0 Ready", selector=K.selector("up"))
+
+    scenario.patch_lws("up", {"spec": {"replicas": 3}})
+    up, (waiting,) = scenario.wait_pods(
+        K.split(3, size, ready=2), "two groups whole and Ready, the third wholly held", selector=K.selector("up")
+    )
+    assert 0 in up, "the original group must keep running"
+    uid = K.lws_uid(scenario, "up")
+    K.wait_pending(scenario, uid, workloads.lws_workload_name("up", uid, waiting))
+    escaped = scenario.observe_pods(K.leak(waiting), K.OBSERVE_SECONDS, selector=K.selector("up"))
+    assert escaped is None, escaped
+    names = {workloads.lws_workload_name("up", uid, i) for i in range(3)}
+    K.wait_workloads(
+        scenario,
+        uid,
+        lambda ws: set(K.by_name(ws)) == names and sum(map(K.admitted, ws)) == 2,
+        "3 Workloads, 2 admitted",
+    )
+
+    K.set_quota(scenario, unique, _quota(t, 3 * size))
+    scenario.wait_pods(K.split(3, size, ready=3), "the waiting group admitted whole", selector=K.selector("up"))
+
+
+@pytest.mark.requirement("KUEUE-SCALE-002")
+def test_scale_down_deletes_removed_groups_workloads_and_frees_quota(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    size = 2
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster.topology, 3 * size))
+    scenario.create(_gang_lws("down", lwsc_cluster, 3, size))
+    scenario.wait_pods(K.all_ready(3, size), "all three groups Ready", selector=K.selector("down"))
+    uid = K.lws_uid(scenario, "down")
+    scenario.create(_gang_lws("wait", lwsc_cluster, 1, size))
+    scenario.wait_pods(K.split(1, size, ready=0), "the other LWS wholly held (queue full)", selector=K.selector("wait"))
+
+    scenario.patch_lws("down", {"spec": {"replicas": 1}})
+    keep = workloads.lws_workload_name("down", uid, 0)
+    K.wait_workloads(
+        scenario,
+        uid,
+        lambda ws: [w["metadata"]["name"] for w in ws] == [keep] or None,
+        f"only {keep} left (the removed groups' Workloads deleted)",
+    )
+    scenario.wait_pods(K.all_ready(1, size), "the LWS down to group 0", selector=K.selector("down"))
+    scenario.wait_pods(
+        K.split(1, size, ready=1), "the freed quota admits the waiting group whole", selector=K.selector("wait")
+    )
+
+
+@pytest.mark.requirement("KUEUE-PREEMPT-001")
+def test_higher_priority_evicts_a_whole_lower_priority_group(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """Quota for 2 groups + 1 pod; a high-priority group needs one low group's quota, never half of two."""
+    size = 3
+    lo, hi = f"{unique}-lo", f"{unique}-hi"
+    scenario.create(workloads.workload_priority_class(lo, 100))
+    scenario.create(workloads.workload_priority_class(hi, 10000))
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster.topology, 2 * size + 1), preemption=True)
+    scenario.create(_gang_lws("low", lwsc_cluster, 2, size, labels={workloads.PRIORITY_LABEL: lo}))
+    before = scenario.wait_pods(K.all_ready(2, size), "both low groups Ready", selector=K.selector("low"))
+    uids_before = {i: {p["metadata"]["uid"] for p in g} for i, g in K.groups_of(before).items()}
+    low_uid = K.lws_uid(scenario, "low")
+
+    scenario.create(_gang_lws("high", lwsc_cluster, 1, size, labels={workloads.PRIORITY_LABEL: hi}))
+    scenario.wait_pods(K.split(1, size, ready=1), "the high-priority group Ready", selector=K.selector("high"))
+    (kept,), (evicted,) = scenario.wait_pods(
+        K.split(2, size, ready=1), "one low group whole and Ready, the other wholly held", selector=K.selector("low")
+    )
+    after = K.groups_of(scenario.pods(K.selector("low")))
+    assert {p["metadata"]["uid"] for p in after[kept]} == uids_before[kept], "the surviving group was touched"
+    assert not {p["metadata"]["uid"] for p in after[evicted]} & uids_before[evicted], (
+        "some pods of the evicted group survived: the group was only partly evicted"
+    )
+    victim = workloads.lws_workload_name("low", low_uid, evicted)
+    K.wait_workloads(
+        scenario,
+        low_uid,
+        lambda ws: [
+            w
+            for w in ws
+            if w["metadata"]["name"] == victim and P.condition(w, "Preempted") == "True" and not K.quota_reserved(w)
+        ],
+        f"{victim} Preempted=True and without quota",
+    )
+    escaped = scenario.observe_pods(K.leak(evicted), K.OBSERVE_SECONDS, selector=K.selector("low"))
+    assert escaped is None, escaped
+
+    K.delete_lws(scenario, "high")
+    scenario.wait_pods(K.all_ready(2, size), "the evicted group re-admitted whole", selector=K.selector("low"))

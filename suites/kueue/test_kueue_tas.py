@@ -1,0 +1,151 @@
+"""Topology-aware co-location of LWS groups through Kueue TAS (kueue-behaviour.md §4).
+
+Why this matters: multi-host inference and training put a leader and its workers on one fast
+network domain (a rack); a group spread over racks runs, but slowly, and a group split by a
+scheduler that ignores the constraint is worse than a group that waits. With
+`podset-required-topology` and one `podset-group-name` on both templates, Kueue must place each
+group whole in one domain of that level (per group, not across groups), `podset-preferred-topology`
+must only prefer, and GPUs must be counted against the nodes' real capacity.
+
+Every number comes from `lwsc_cluster.topology`. Capacity tests are built so that concurrent load
+on the shared cluster cannot change their outcome: negative cases ask for something no rack can
+hold even when empty; positive cases need well under half the cluster. Quota is always roomy, so
+only topology and capacity decide.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kueue_helpers as K
+import pytest
+
+from lws_conformance import workloads
+from lws_conformance.providers.base import ClusterHandle
+from lws_conformance.scenario import Scenario
+
+pytestmark = pytest.mark.cluster
+Obj = dict[str, Any]
+
+
+def _lws(name: str, replicas: int, size: int) -> Obj:
+    return workloads.lws(name, replicas=replicas, size=size, queue=K.QUEUE)
+
+
+def _per_pod(obj: Obj, requests: dict[str, str]) -> Obj:
+    for role in ("leader", "worker"):
+        workloads.set_requests(obj, role, requests)
+    return obj
+
+
+def _needs_racks(cluster: ClusterHandle, racks: int) -> None:
+    if cluster.topology.racks < racks:
+        pytest.skip(f"needs at least {racks} racks, the cluster has {cluster.topology.racks}")
+
+
+def _one_rack_per_group(scenario: Scenario, cluster: ClusterHandle, pods: list[Obj]) -> dict[int, str]:
+    placement = K.racks_of(scenario, cluster, pods)
+    spread = {i: sorted(r) for i, r in placement.items() if len(r) != 1}
+    assert not spread, f"groups spread over racks: {spread}"
+    return {i: next(iter(r)) for i, r in placement.items()}
+
+
+def _half_node_cpu(cluster: ClusterHandle) -> str:
+    """More than half a node's cpu: two such pods never share a node."""
+    return f"{K.cpu_millis(cluster.topology.cpu_per_node) // 2 + 1}m"
+
+
+@pytest.mark.requirement("KUEUE-TAS-001")
+def test_required_rack_colocates_each_group_not_all_groups(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """Two groups, each needing more than half a rack's GPUs: each must sit in one rack, so the two
+    must sit in different racks. A constraint applied across replicas could not admit them at all."""
+    _needs_racks(lwsc_cluster, 2)
+    t = lwsc_cluster.topology
+    per_worker = t.gpus_per_node // 2 + 1  # one worker per node
+    size = t.nodes_per_rack + 1  # leader (no GPU) + one worker per node of a rack
+    assert (size - 1) * per_worker > t.gpus_per_rack / 2
+    K.tas_queue(scenario, lwsc_cluster, unique, K.roomy(t))
+    obj = workloads.set_requests(_lws("co", 2, size), "worker", {t.gpu_resource: str(per_worker)})
+    scenario.create(workloads.set_tas(obj, t.rack_label))
+
+    pods = scenario.wait_pods(K.all_ready(2, size), "both groups placed and Ready", selector=K.selector("co"))
+    racks = _one_rack_per_group(scenario, lwsc_cluster, pods)
+    assert racks[0] != racks[1], f"both groups in rack {racks[0]}: they cannot both fit there"
+    for p in pods:
+        assert t.hostname_label in (p["spec"].get("nodeSelector") or {}), (
+            f"pod {p['metadata']['name']} was not pinned by the TAS ungater: {p['spec'].get('nodeSelector')}"
+        )
+    uid = K.lws_uid(scenario, "co")
+    wls = K.wait_workloads(scenario, uid, lambda ws: len(ws) == 2 and all(map(K.admitted, ws)) and ws, "2 Admitted")
+    for wl in wls:
+        assert K.topology_assigned(wl) == ["leader", "worker"], f"{wl['metadata']['name']}: no topologyAssignment"
+
+
+@pytest.mark.requirement("KUEUE-TAS-002")
+def test_preferred_rack_prefers_but_does_not_require(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """A group that fits a rack lands in one; a group no rack can hold is still admitted, spread."""
+    _needs_racks(lwsc_cluster, 2)
+    t = lwsc_cluster.topology
+    K.tas_queue(scenario, lwsc_cluster, unique, K.roomy(t))
+    small = _per_pod(_lws("ps", 1, 3), {t.gpu_resource: "1"})
+    scenario.create(workloads.set_tas(small, t.rack_label, required=False))
+    big_size = t.nodes_per_rack + 1  # every pod needs its own node: one more node than a rack has
+    big = _per_pod(_lws("pb", 1, big_size), {"cpu": _half_node_cpu(lwsc_cluster)})
+    scenario.create(workloads.set_tas(big, t.rack_label, required=False))
+
+    pods = scenario.wait_pods(K.all_ready(1, 3), "the small group Ready", selector=K.selector("ps"))
+    _one_rack_per_group(scenario, lwsc_cluster, pods)
+    pods = scenario.wait_pods(
+        K.all_ready(1, big_size), "the rack-sized-plus-one group Ready", selector=K.selector("pb")
+    )
+    spread = K.racks_of(scenario, lwsc_cluster, pods)[0]
+    assert len(spread) >= 2, f"{big_size} pods needing a node each fit one rack {spread}?"
+
+
+@pytest.mark.requirement("KUEUE-TAS-003")
+def test_required_rack_group_too_large_stays_pending_not_split(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """The same rack-plus-one shape as the preferred case, but required: it must wait whole.
+
+    A small required group in the same queue is admitted, so the queue and topology are working.
+    """
+    t = lwsc_cluster.topology
+    K.tas_queue(scenario, lwsc_cluster, unique, K.roomy(t))
+    scenario.create(workloads.set_tas(_lws("rc", 1, 3), t.rack_label))
+    big_size = t.nodes_per_rack + 1
+    big = _per_pod(_lws("rb", 1, big_size), {"cpu": _half_node_cpu(lwsc_cluster)})
+    scenario.create(workloads.set_tas(big, t.rack_label))
+
+    pods = scenario.wait_pods(K.all_ready(1, 3), "the small required group Ready", selector=K.selector("rc"))
+    _one_rack_per_group(scenario, lwsc_cluster, pods)
+    scenario.wait_pods(K.split(1, big_size, ready=0), "the big group wholly held", selector=K.selector("rb"))
+    uid = K.lws_uid(scenario, "rb")
+    K.wait_pending(scenario, uid, workloads.lws_workload_name("rb", uid, 0))
+    escaped = scenario.observe_pods(K.leak(0), K.OBSERVE_SECONDS, selector=K.selector("rb"))
+    assert escaped is None, escaped
+
+
+@pytest.mark.requirement("KUEUE-TAS-004")
+def test_gpu_requests_count_against_rack_capacity(scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str) -> None:
+    """A group asking for more GPUs than a rack has (topology.gpus_per_rack) never runs; the same
+    group without GPUs is admitted into one rack, so GPUs are what blocks it, not quota or shape."""
+    t = lwsc_cluster.topology
+    size = t.nodes_per_rack + 1
+    assert size * t.gpus_per_node > t.gpus_per_rack
+    K.tas_queue(scenario, lwsc_cluster, unique, K.roomy(t))
+    scenario.create(workloads.set_tas(_lws("gc", 1, size), t.rack_label))
+    hungry = _per_pod(_lws("gb", 1, size), {t.gpu_resource: str(t.gpus_per_node)})
+    scenario.create(workloads.set_tas(hungry, t.rack_label))
+
+    pods = scenario.wait_pods(K.all_ready(1, size), "the GPU-free twin Ready", selector=K.selector("gc"))
+    _one_rack_per_group(scenario, lwsc_cluster, pods)
+    scenario.wait_pods(K.split(1, size, ready=0), "the GPU-hungry group wholly held", selector=K.selector("gb"))
+    uid = K.lws_uid(scenario, "gb")
+    K.wait_pending(scenario, uid, workloads.lws_workload_name("gb", uid, 0))
+    escaped = scenario.observe_pods(K.leak(0), K.OBSERVE_SECONDS, selector=K.selector("gb"))
+    assert escaped is None, escaped
