@@ -308,9 +308,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
         api.close()
     for what in deleted:
         print(f"deleted {what}")
-    _progress(
-        f"cleanup: {len(deleted)} object(s) labelled {RUN_LABEL}{'=' + args.run_id if args.run_id else ''}"
-    )
+    _progress(f"cleanup: {len(deleted)} object(s) labelled {RUN_LABEL}{'=' + args.run_id if args.run_id else ''}")
     return 0
 
 

@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 from .errors import UserError
 
 _VERSION = re.compile(r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
-MATRIX_BASE_PORT = 20000  # away from the default cluster (16000), CLI tests (18100), private clusters (19000+)
+MATRIX_BASE_PORT = 30000  # away from the default cluster (16000), CLI tests (18100), claimed ranges (19000-29000)
 PORT_STRIDE = 100
 ABSENT = "—"  # requirement not in this column's summary (e.g. a catalogue that grew between runs)
 
@@ -116,11 +117,44 @@ def load_column(cell: Cell, run_dir: Path, exit_code: int | None) -> Column:
         return col
     col.versions = {**col.versions, **{k: v for k, v in (doc.get("versions") or {}).items() if k in ("lws", "kueue")}}
     col.totals = dict(doc.get("totals") or {})
+    messages = junit_messages(run_dir / "junit_01.xml")
     for req in doc.get("requirements") or []:
         col.verdicts[req["id"]] = req["verdict"]
-        if req.get("detail"):
-            col.details[req["id"]] = str(req["detail"]).splitlines()[0][:200]
+        found = [messages[t] for t in req.get("tests") or [] if t in messages]
+        detail = found[0] if found and req["verdict"] == "failed" else headline(str(req.get("detail") or ""))
+        if detail:
+            col.details[req["id"]] = detail
     return col
+
+
+def headline(detail: str) -> str:
+    """The line of a pytest report that says what went wrong (`E   ...`), else its first line."""
+    lines = [ln for ln in detail.splitlines() if ln.strip()]
+    errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+    useful = [ln for ln in lines if not ln.startswith("[gw")]
+    return (errors or useful or [""])[0][:200]
+
+
+def junit_messages(junit: Path) -> dict[str, str]:
+    """nodeid -> the failure/error message JUnit recorded (the exception's own first line)."""
+    try:
+        root = ElementTree.parse(junit).getroot()
+    except (OSError, ElementTree.ParseError):
+        return {}
+    out = {}
+    for case in root.iter("testcase"):
+        bad = case.find("failure")
+        if bad is None:
+            bad = case.find("error")
+        if bad is None:
+            continue
+        path = case.get("classname", "").replace(".", "/") + ".py"
+        out[f"{path}::{case.get('name', '')}"] = (
+            (bad.get("message") or "").strip().splitlines()[0][:200]
+            if (bad.get("message") or "").strip()
+            else headline(bad.text or "")
+        )
+    return out
 
 
 def build(columns: list[Column], catalogue: dict[str, dict[str, Any]] | None = None, all_rows: bool = False) -> Matrix:

@@ -30,7 +30,7 @@ from .k8s.objects import RUN_LABEL, Objects, sweep_run
 from .profile import load_profile
 from .providers import existing
 from .providers.base import ClusterHandle
-from .providers.local import LocalCluster, state_root
+from .providers.local import LocalCluster, claim_port_range, release_port_range, state_root
 from .report import evidence, render, summary
 from .scenario import Scenario
 from .toolchain import cache as bincache
@@ -288,25 +288,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 _STARTED: dict[str, str] = {}
 
 
-PRIVATE_BASE_PORT = 19000
-
-
 @pytest.fixture(scope="session")
 def private_cluster(request: pytest.FixtureRequest, run_id: str) -> Iterator[LocalCluster]:
     """A local cluster of this xdist worker's own, for tests that break things (stop a
     controller, remove a webhook, fail a node): the shared cluster is never disrupted.
     Tests must restore what they break; the cluster is brought down at the end."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    port = PRIVATE_BASE_PORT + 100 * int(worker.removeprefix("gw") or 0)
     opt = request.config.getoption
+    port = claim_port_range()
     try:
         profile = load_profile(opt("--lwsc-profile"), [*opt("--lwsc-set"), f"network.base_port={port}"])
         cluster = LocalCluster(profile, name=f"private-{run_id}-{worker}")
         cluster.up(lambda msg: print(f"[lwsc private] {msg}", file=sys.stderr, flush=True))
     except LwscError as exc:
+        release_port_range(port)
         pytest.exit(f"lwsc: {exc}", returncode=exc.exit_code)
-    yield cluster
-    cluster.down()
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+        release_port_range(port)
 
 
 @pytest.fixture

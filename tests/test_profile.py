@@ -42,7 +42,7 @@ def test_bad_input_is_a_user_error(overrides: list[str], message: str) -> None:
 
 
 def test_unknown_profile_names_the_known_ones() -> None:
-    with pytest.raises(UserError, match="use one of: default, large"):
+    with pytest.raises(UserError, match="use one of: default, kind, large"):
         load_profile("nope")
 
 

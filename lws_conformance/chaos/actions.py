@@ -12,7 +12,8 @@ chaostoolkit passes `configuration`: `kubeconfig` (path; env `LWSC_KUBECONFIG`),
 How kwok stands in for a kubelet (local-control-plane.md §3.9): a container restart is a JSON
 patch raising `restartCount` on the status subresource (phase stays Running); a failed pod is a
 status patch to phase Failed; a node failure is the node leaving kwok's management, so its
-Lease stops being renewed and KCM declares it NotReady after the node-monitor grace period.
+Lease stops being renewed and KCM declares it NotReady after the node-monitor grace period (40 s
+on the local cluster).
 """
 
 from __future__ import annotations
@@ -247,7 +248,7 @@ def fail_nodes(
 ) -> list[Obj]:
     """Stop heartbeating for harness fake nodes and wait until KCM marks them NotReady.
 
-    The kwok annotation is removed, so kwok stops renewing the node's Lease (the heartbeat);
+    The node leaves kwok (see `_unmanage`), so nobody renews its Lease (the heartbeat) any more;
     KCM's node-lifecycle controller declares Ready=Unknown after its grace period, taints the
     node and marks its pods not Ready. With `duration`, the nodes are restored afterwards."""
     selector = safety.require_selector(node_selector, "node")
@@ -272,10 +273,7 @@ def fail_nodes(
                     f"node {name} not heartbeating",
                     _node_undo(name, capacity, allocatable, configuration),
                 )
-                key = KWOK_ANNOTATION[0].replace("/", "~1")
-                core.patch_node(
-                    name, [{"op": "remove", "path": f"/metadata/annotations/{key}"}], _content_type=JSON_PATCH
-                )
+                _reregister(api, core, n, kwok=False)
                 out.append({"name": name, "stopped_at": time.monotonic()})
             for t in out:
                 wait_for(
@@ -299,6 +297,42 @@ def fail_nodes(
         api.close()
 
 
+def _reregister(api: client.ApiClient, core: client.CoreV1Api, node: Obj, kwok: bool) -> None:
+    """Hand a node to kwok (`kwok=True`) or take it away, so nobody renews its Lease any more.
+
+    kwok v0.8.0 drops watch events that no longer (or newly) match its annotation selector
+    without releasing or taking the node's lease hold (pkg/utils/informer skips filtered
+    Modified events), so toggling the annotation alone changes nothing. Only Deleted / Added
+    events do: the Node object is deleted and re-created at once, with or without the
+    annotation, with the same labels, capacity and conditions. Its pods stay bound (pod GC
+    quarantines pods of a missing node for 40 s, and the node is back within a second)."""
+    name = node["metadata"]["name"]
+    meta = node["metadata"]
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != KWOK_ANNOTATION[0]}
+    if kwok:
+        annotations[KWOK_ANNOTATION[0]] = KWOK_ANNOTATION[1]
+    body = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": meta.get("labels") or {}, "annotations": annotations},
+        "spec": {k: v for k, v in (node.get("spec") or {}).items() if k in ("providerID", "podCIDR", "podCIDRs")},
+    }
+    core.delete_node(name)
+    wait_for(
+        api,
+        core.list_node,
+        lambda objs: not objs,
+        what=f"node {name}",
+        condition="deleted (to release kwok's lease hold)",
+        timeout=30,
+        field_selector=f"metadata.name={name}",
+    )
+    core.create_node(body)  # type: ignore[arg-type]  # the client accepts dicts
+    st = node.get("status") or {}
+    keep = ("capacity", "allocatable", "conditions", "addresses", "nodeInfo", "daemonEndpoints")
+    core.patch_node_status(name, {"status": {k: st[k] for k in keep if k in st}})
+
+
 def _node_undo(name: str, capacity: dict[str, str], allocatable: dict[str, str], configuration: Configuration) -> Any:
     return lambda: restore_node(name, capacity, allocatable, configuration=configuration)
 
@@ -318,12 +352,11 @@ def restore_node(
     try:
         node = to_dict(api, core.read_node(name))
         safety.check_nodes([node])
-        key = KWOK_ANNOTATION[0].replace("/", "~1")
         if not (node["metadata"].get("annotations") or {}).get(KWOK_ANNOTATION[0]):
-            op = "add" if node["metadata"].get("annotations") else "replace"
-            path = f"/metadata/annotations/{key}" if op == "add" else "/metadata/annotations"
-            value: Any = KWOK_ANNOTATION[1] if op == "add" else {KWOK_ANNOTATION[0]: KWOK_ANNOTATION[1]}
-            core.patch_node(name, [{"op": op, "path": path, "value": value}], _content_type=JSON_PATCH)
+            for key, value in (("capacity", capacity), ("allocatable", allocatable)):
+                if value:
+                    node.setdefault("status", {})[key] = value
+            _reregister(api, core, node, kwok=True)
         started = time.monotonic()
         wait_for(
             api,

@@ -69,8 +69,13 @@ class Params:
     def from_spec(spec: Obj) -> Params:
         r = int(spec.get("replicas") or 0)
         ms = min(scaled(spec.get("maxSurge", 0), r, True), r)
-        return Params(r, int(spec.get("size") or 1), int(spec.get("partition") or 0),
-                      scaled(spec.get("maxUnavailable", 1), r, False), ms)
+        return Params(
+            r,
+            int(spec.get("size") or 1),
+            int(spec.get("partition") or 0),
+            scaled(spec.get("maxUnavailable", 1), r, False),
+            ms,
+        )
 
 
 def burst_for(replicas: int, max_surge: int | str | None) -> int:
@@ -275,21 +280,26 @@ def group_atomicity(events: Sequence[Event], lws: str | None = None) -> Violatio
             revs = {rev(p) for p in pods}
             if len(revs) > 1:
                 objs = [f"Pod/{p['name']}@{rev(p)}" for p in sorted(pods, key=lambda p: str(p["name"]))]
-                return _violation(name, st, f"group {g} has Ready pods of revisions {sorted(map(str, revs))}",
-                                  objs, [g])
+                return _violation(
+                    name, st, f"group {g} has Ready pods of revisions {sorted(map(str, revs))}", objs, [g]
+                )
             leaders = [p for p in pods if is_leader(p)]
             if not leaders:
                 continue
             lseen = st.first_seen.get(str(leaders[0].get("uid")), -1)
             stale = [
-                p for p in pods
+                p
+                for p in pods
                 if not is_leader(p) and lseen >= 0 and 0 <= st.first_seen.get(str(p.get("uid")), -1) < lseen
             ]
             if stale:
                 objs = [f"Pod/{leaders[0]['name']} (new leader)"] + [f"Pod/{p['name']} (older)" for p in stale]
                 return _violation(
-                    name, st, f"group {g}: Ready leader with Ready workers created before it (not replaced whole)",
-                    objs, [g],
+                    name,
+                    st,
+                    f"group {g}: Ready leader with Ready workers created before it (not replaced whole)",
+                    objs,
+                    [g],
                 )
     return None
 
@@ -316,8 +326,11 @@ def group_consistency(events: Sequence[Event], lws: str | None = None) -> Violat
             v = st.views.get(g)
             if v is not None and v.leader is not None and rev(o) != v.revision:
                 return _violation(
-                    name, st, f"worker created at revision {rev(o)} while leader {v.leader['name']} runs {v.revision}",
-                    [f"Pod/{o['name']}", f"Pod/{v.leader['name']}"], [g],
+                    name,
+                    st,
+                    f"worker created at revision {rev(o)} while leader {v.leader['name']} runs {v.revision}",
+                    [f"Pod/{o['name']}", f"Pod/{v.leader['name']}"],
+                    [g],
                 )
         elif ev.kind == "StatefulSet" and ev.type != "DELETED" and ev.name != st.lws_name:
             owner = str(o.get("owner") or "")
@@ -325,8 +338,11 @@ def group_consistency(events: Sequence[Event], lws: str | None = None) -> Violat
             uid = rest.rpartition("/")[2]
             if kind == "Pod" and uid in leader_rev and rev(o) != leader_rev[uid]:
                 return _violation(
-                    name, st, f"worker StatefulSet at revision {rev(o)}, its leader pod at {leader_rev[uid]}",
-                    [f"StatefulSet/{o['name']}", owner], [g] if (g := group_of(o)) is not None else [],
+                    name,
+                    st,
+                    f"worker StatefulSet at revision {rev(o)}, its leader pod at {leader_rev[uid]}",
+                    [f"StatefulSet/{o['name']}", owner],
+                    [g] if (g := group_of(o)) is not None else [],
                 )
     return None
 
@@ -351,10 +367,12 @@ def group_count_bound(events: Sequence[Event], lws: str | None = None) -> Violat
         if len(groups) > bound:
             objs = [f"Pod/{st.leader_name(g)}" for g in groups if g >= p.replicas]
             return _violation(
-                name, st,
+                name,
+                st,
                 f"{len(groups)} live groups {groups} > replicas {p.replicas} + maxSurge {p.max_surge}"
                 + (f" (old bound {pending} still in force)" if pending > p.burst else ""),
-                objs, [g for g in groups if g >= p.replicas],
+                objs,
+                [g for g in groups if g >= p.replicas],
             )
         if len(groups) <= p.burst:
             pending = 0
@@ -368,7 +386,9 @@ def group_count_bound(events: Sequence[Event], lws: str | None = None) -> Violat
             allowed = burst_for(annotated, (st.lws.get("spec") or {}).get("maxSurge", 0))
             if isinstance(want, int) and want > allowed:
                 return _violation(
-                    name, st, f"leader StatefulSet replicas {want} > {allowed} (replicas {annotated} + maxSurge)",
+                    name,
+                    st,
+                    f"leader StatefulSet replicas {want} > {allowed} (replicas {annotated} + maxSurge)",
                     [f"StatefulSet/{sts['name']}"],
                 )
     return None
@@ -388,10 +408,12 @@ def availability_bound(events: Sequence[Event], lws: str | None = None) -> Viola
         surge_ok = [g for g in st.available_groups() if g >= p.replicas]
         if len(down) > p.max_unavailable + len(surge_ok):
             return _violation(
-                name, st,
+                name,
+                st,
                 f"groups {down} unavailable > maxUnavailable {p.max_unavailable} + {len(surge_ok)} available "
                 f"surge groups {surge_ok} (R={p.replicas}: fewer than R - maxUnavailable groups available)",
-                [f"Pod/{st.leader_name(g)}" for g in down], down,
+                [f"Pod/{st.leader_name(g)}" for g in down],
+                down,
             )
     return None
 
@@ -423,14 +445,20 @@ def partition_respected(events: Sequence[Event], lws: str | None = None) -> Viol
             if raised is not None and just_raised:
                 eff, raised = raised, None
             if eff is not None and part < eff and st.target() is not None:
-                return _violation(name, st, f"leader StatefulSet partition {part} < spec.partition {eff}",
-                                  [f"StatefulSet/{sts['name']}"])
+                return _violation(
+                    name,
+                    st,
+                    f"leader StatefulSet partition {part} < spec.partition {eff}",
+                    [f"StatefulSet/{sts['name']}"],
+                )
             prev = st.prev_leader_sts
             if prev is not None and rev(prev) == rev(sts) and raised is None and not just_raised:
                 before = int((prev.get("spec") or {}).get("partition") or 0)
                 if part > before:
                     return _violation(
-                        name, st, f"leader StatefulSet partition moved up {before} -> {part} within one rollout",
+                        name,
+                        st,
+                        f"leader StatefulSet partition moved up {before} -> {part} within one rollout",
                         [f"StatefulSet/{sts['name']}"],
                     )
         elif ev.kind == "Pod" and ev.type != "DELETED" and is_leader(ev.obj) and live(ev.obj):
@@ -441,8 +469,11 @@ def partition_respected(events: Sequence[Event], lws: str | None = None) -> Viol
             old = last_rev.get(g)
             if old and old[0] != uid and old[1] != h and eff is not None and g < eff:
                 return _violation(
-                    name, st, f"group {g} < spec.partition {eff} changed revision {old[1]} -> {h}",
-                    [f"Pod/{ev.name}"], [g],
+                    name,
+                    st,
+                    f"group {g} < spec.partition {eff} changed revision {old[1]} -> {h}",
+                    [f"Pod/{ev.name}"],
+                    [g],
                 )
             last_rev[g] = (uid, h)
     return None
@@ -471,14 +502,17 @@ def update_order(events: Sequence[Event], lws: str | None = None) -> Violation |
             continue  # not being replaced
         started.add(g)
         laggards = [
-            h for h in range(g + 1, st.params.replicas)
+            h
+            for h in range(g + 1, st.params.replicas)
             if h not in started and (v := st.views.get(h)) and v.leader is not None and v.revision != target
         ]
         if laggards:
             return _violation(
-                name, st,
+                name,
+                st,
                 f"group {g} started updating to {target} while higher groups {laggards} still run an old revision",
-                [f"Pod/{ev.name}"] + [f"Pod/{st.leader_name(h)}" for h in laggards], [g, *laggards],
+                [f"Pod/{ev.name}"] + [f"Pod/{st.leader_name(h)}" for h in laggards],
+                [g, *laggards],
             )
     return None
 
@@ -501,15 +535,22 @@ def conditions(events: Sequence[Event], lws: str | None = None) -> Violation | N
         status = o.get("status") or {}
         ref = [f"LeaderWorkerSet/{o['name']}"]
         if av and (pr or up):
-            return _violation(name, st, f"Available=True together with {'Progressing' if pr else 'UpdateInProgress'}"
-                              f"=True: {status.get('conditions')}", ref)
+            return _violation(
+                name,
+                st,
+                f"Available=True together with {'Progressing' if pr else 'UpdateInProgress'}"
+                f"=True: {status.get('conditions')}",
+                ref,
+            )
         if av:
             need_updated = p.replicas - min(p.partition, p.replicas)
             if status.get("readyReplicas", 0) < p.replicas or status.get("updatedReplicas", 0) < need_updated:
                 return _violation(
-                    name, st,
+                    name,
+                    st,
                     f"Available=True with readyReplicas {status.get('readyReplicas')} / updatedReplicas "
-                    f"{status.get('updatedReplicas')} (need >= {p.replicas} / >= {need_updated})", ref,
+                    f"{status.get('updatedReplicas')} (need >= {p.replicas} / >= {need_updated})",
+                    ref,
                 )
         if up and len(st.templates) < 2:
             return _violation(name, st, "UpdateInProgress=True although the template never changed", ref)
@@ -527,8 +568,12 @@ def condition_pairing(events: Sequence[Event], lws: str | None = None) -> Violat
             continue
         if _cond(st.lws, "UpdateInProgress") == "True" and _cond(st.lws, "Progressing") != "True":
             conds = (st.lws.get("status") or {}).get("conditions")
-            return _violation(name, st, f"UpdateInProgress=True without Progressing=True: {conds}",
-                              [f"LeaderWorkerSet/{st.lws['name']}"])
+            return _violation(
+                name,
+                st,
+                f"UpdateInProgress=True without Progressing=True: {conds}",
+                [f"LeaderWorkerSet/{st.lws['name']}"],
+            )
     return None
 
 
@@ -548,8 +593,11 @@ def surge_reclaimed(events: Sequence[Event], lws: str | None = None) -> Violatio
             if want != p.replicas:
                 objs = [f"LeaderWorkerSet/{o['name']}", f"StatefulSet/{st.leader_sts['name']}"]
                 return _violation(
-                    name, st, f"Available=True with partition 0 while the leader StatefulSet still wants {want} "
-                    f"replicas (R={p.replicas})", objs,
+                    name,
+                    st,
+                    f"Available=True with partition 0 while the leader StatefulSet still wants {want} "
+                    f"replicas (R={p.replicas})",
+                    objs,
                 )
     return None
 
@@ -568,22 +616,32 @@ def completion(events: Sequence[Event], lws: str | None = None) -> Violation | N
     st, o, p = last, last.lws, last.params
     ref = [f"LeaderWorkerSet/{o['name']}"]
     if not _status_current(o):
-        return _violation(name, st, f"status.observedGeneration {(o.get('status') or {}).get('observedGeneration')} "
-                          f"!= generation {o.get('generation')} at the end", ref)
+        return _violation(
+            name,
+            st,
+            f"status.observedGeneration {(o.get('status') or {}).get('observedGeneration')} "
+            f"!= generation {o.get('generation')} at the end",
+            ref,
+        )
     target = st.target()
     problems: list[str] = []
     bad: list[int] = []
     for g in range(min(p.partition, p.replicas), p.replicas):
         v = st.views.get(g)
         if v is None or v.leader is None or v.revision != target or not v.available:
-            problems.append(f"group {g} " + ("missing" if v is None or v.leader is None else
-                                             f"revision {v.revision} available={v.available}"))
+            problems.append(
+                f"group {g} "
+                + ("missing" if v is None or v.leader is None else f"revision {v.revision} available={v.available}")
+            )
             bad.append(g)
             continue
         lseen = st.first_seen.get(str(v.leader.get("uid")), -1)
         for w in st.group_pods.get(g, {}).values():
-            if not is_leader(w) and live(w) and (rev(w) != target or 0 <= st.first_seen.get(str(w.get("uid")), -1)
-                                                  < lseen):
+            if (
+                not is_leader(w)
+                and live(w)
+                and (rev(w) != target or 0 <= st.first_seen.get(str(w.get("uid")), -1) < lseen)
+            ):
                 problems.append(f"group {g} keeps worker {w['name']} of an older revision/incarnation")
                 bad.append(g)
     groups = st.live_groups()
@@ -655,7 +713,9 @@ def leader_sts_steps(events: Sequence[Event], lws: str | None = None) -> list[St
         spec = st.leader_sts.get("spec") or {}
         step = StsStep(st.index, ev.t, rev(st.leader_sts), spec.get("replicas"), int(spec.get("partition") or 0))
         if not out or (out[-1].revision, out[-1].replicas, out[-1].partition) != (
-            step.revision, step.replicas, step.partition
+            step.revision,
+            step.replicas,
+            step.partition,
         ):
             out.append(step)
     return out
@@ -685,8 +745,9 @@ def revisions_by_group(events: Sequence[Event], lws: str | None = None) -> dict[
     return out
 
 
-def documented_update_start(replicas: int, sts_replicas: int, max_unavailable: Any, max_surge: Any,
-                            partition: int = 0) -> tuple[int, int]:
+def documented_update_start(
+    replicas: int, sts_replicas: int, max_unavailable: Any, max_surge: Any, partition: int = 0
+) -> tuple[int, int]:
     """(leader StatefulSet replicas, partition) written when a new revision is detected (§4.4
     case 2), from a settled state of `sts_replicas` leaders."""
     p = Params.from_spec({"replicas": replicas, "maxUnavailable": max_unavailable, "maxSurge": max_surge})
@@ -705,3 +766,21 @@ def documented_first_step(replicas: int, max_unavailable: Any, max_surge: Any, p
     s, _ = documented_update_start(replicas, replicas, max_unavailable, max_surge)
     step = p.max_unavailable + p.max_surge - (p.burst - s)
     return max(min(max(0, s - step), replicas), partition)
+
+
+def tail_updated_available(events: Sequence[Event], index: int, lws: str | None = None) -> int:
+    """§4.4 "tailReady" as the pods show it just before ordered event `index`: consecutive groups
+    from the leader StatefulSet's highest ordinal down that are available at the target revision.
+    The controller's cache can only lag this, so its tailReady is at most this number."""
+    last: State | None = None
+    for st in replay(events[:index], lws):
+        last = st
+    if last is None or last.leader_sts is None:
+        return 0
+    n, target = 0, last.target()
+    for g in reversed(range(int((last.leader_sts.get("spec") or {}).get("replicas") or 0))):
+        v = last.views.get(g)
+        if v is None or not v.available or v.revision != target:
+            break
+        n += 1
+    return n

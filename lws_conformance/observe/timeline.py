@@ -185,9 +185,7 @@ class Timeline:
 
     def append(self, kind: str, etype: str, snap: Obj, source: str = "watch") -> Event:
         with self._lock:
-            ev = Event(
-                len(self.events), time.monotonic() - self.started_mono, time.time(), kind, etype, snap, source
-            )
+            ev = Event(len(self.events), time.monotonic() - self.started_mono, time.time(), kind, etype, snap, source)
             self.events.append(ev)
         return ev
 
