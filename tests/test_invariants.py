@@ -167,6 +167,7 @@ def test_scaling_rounds_like_intstr() -> None:
         (4, 0, 1, (5, 4), 4),  # mu=0 ms=1: replicas 5, P 4
         (4, 2, 2, (6, 4), 2),  # ms=2 mu=2: replicas 6, P 2
         (2, 1, 4, (3, 2), 1),  # ms=4 capped at 2: replicas 3, P 1
+        (2, "40%", "40%", (3, 2), 2),  # mu 40% of 2 -> 0, ms 40% -> 1: replicas 3, P 2
     ],
 )
 def test_documented_sequences_match_the_table(r: int, mu: int, ms: int, start: tuple[int, int], first: int) -> None:
@@ -496,9 +497,10 @@ def test_recorder_sync_reports_what_it_missed() -> None:
 
 
 def test_recorded_v090_rollout() -> None:
-    """R=2, size 2, default rollout recorded by the suite on LWS v0.9.0 + kwok: every invariant the
-    suites require holds; the two strict ones are violated as observed (see the rollout suite)."""
-    path = DATA / "rollout-v0.9.0-r2.timeline.json"
+    """R=2, size 2, maxSurge 4 (capped at 2) rollout recorded by the rollout suite on LWS v0.9.0 +
+    kwok: every invariant the suites require holds; the two strict ones are violated as observed
+    there (new leader Ready beside old workers; UpdateInProgress written before Progressing)."""
+    path = DATA / "rollout-v0.9.0-r2-ms4.timeline.json"
     tl = Timeline.load(path)
     events = tl.ordered()
     assert tl.complete and not tl.gaps and len(events) > 50
@@ -506,3 +508,4 @@ def test_recorded_v090_rollout() -> None:
     assert check_all(events, only=[n for n in ALL if n not in strict]) == []
     assert {v.invariant for v in check_all(events, only=sorted(strict))} == strict
     assert json.loads(path.read_text())["schema"] == 1
+    assert invariants.peak_live_groups(events) == 3  # the documented R=2, ms=4 -> 3 groups

@@ -15,6 +15,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import allure
+
 from . import invariants, picture
 from .invariants import Violation, check_all
 from .recorder import Recorder, Source, record, sources
@@ -64,6 +66,8 @@ def verify(
     first = violations[0] if violations else None
     json_path = tl.save(where / f"{stem}.timeline.json")
     svg_path = picture.save(where / f"{stem}.svg", events, first, lws)
+    allure.attach.file(str(svg_path), f"timeline {name}", allure.attachment_type.SVG)
+    allure.attach.file(str(json_path), f"timeline {name} (JSON)", allure.attachment_type.JSON)
     paths = f"timeline: {json_path}\npicture: {svg_path}"
     if not tl.complete or tl.gaps:
         why = tl.sync_error or "recorder did not finish its final sync"
