@@ -36,13 +36,14 @@ def _ready_exactly(expected: set[str]) -> Any:
 
 
 def _settled(name: str, replicas: int) -> Any:
-    """Available, every count equal to `replicas`, and the status written for this generation."""
+    """Available, every count equal to `replicas`, and the status written for this generation
+    (status.observedGeneration exists since v0.9.0; LWS-STATUS-002 requires it there)."""
 
     def check(lws: Obj) -> bool:
         st = lws.get("status") or {}
         return (
             _available(lws)
-            and st.get("observedGeneration") == lws["metadata"]["generation"]
+            and st.get("observedGeneration", lws["metadata"]["generation"]) == lws["metadata"]["generation"]
             and st.get("replicas", 0) == replicas
             and st.get("readyReplicas", 0) == replicas
             and st.get("updatedReplicas", 0) == replicas

@@ -114,15 +114,22 @@ def dry_create(scenario: Scenario, obj: Obj) -> Outcome:
     )
 
 
-def dry_update(scenario: Scenario, name: str, patch: Obj) -> Outcome:
-    """Read the stored LWS, apply `patch` to it and send it back as a dry-run PUT."""
-    current = scenario.lws(name)
-    merge(current, patch)
-    return _outcome(
-        lambda: scenario.custom.replace_namespaced_custom_object(
-            LWS_GROUP, LWS_VERSION, scenario.namespace, LWS_PLURAL, name, current, dry_run="All"
-        )
-    )
+def dry_update(scenario: Scenario, name: str, patch: Obj, attempts: int = 5) -> Outcome:
+    """Read the stored LWS, apply `patch` to it and send it back as a dry-run PUT. A 409 means
+    the controller wrote the object in between (optimistic concurrency): read again and retry."""
+    for _ in range(attempts):
+        current = scenario.lws(name)
+        merge(current, patch)
+        try:
+            return _outcome(
+                lambda current=current: scenario.custom.replace_namespaced_custom_object(
+                    LWS_GROUP, LWS_VERSION, scenario.namespace, LWS_PLURAL, name, current, dry_run="All"
+                )
+            )
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+    raise AssertionError(f"LWS {name}: dry-run update kept conflicting (409) after {attempts} attempts")
 
 
 def assert_rejected(out: Outcome, want: Reject, lws_version: str) -> None:
