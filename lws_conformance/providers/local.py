@@ -244,9 +244,9 @@ class LocalCluster:
         root = manifests_dir(self.profile, component)
         key = bincache.source_key(source) if source else version
         cache_file = (
-            self.dir / "manifests" / f"{component}.yaml"
+            self.dir / "manifests" / f"{component}.json"
             if source
-            else bincache.cache_root() / "manifests" / f"{component}-{key}.yaml"
+            else bincache.cache_root() / "manifests" / f"{component}-{key}.json"
         )
         docs = manifests.render(kubectl, root, cache_file)
         return manifests.split(manifests.rewrite(docs, self.port(f"{component}-webhook"), ca))
@@ -314,19 +314,7 @@ class LocalCluster:
         )
         self._wait_component(apiserver, deadline)
 
-        progress("installing LWS and Kueue CRDs; starting KCM, scheduler, kwok")
-        ca = p.ca_crt.read_bytes()
-        lws_crds, lws_hooks = self._manifests(bins["kubectl"], "lws", ca)
-        kueue_crds, kueue_hooks = self._manifests(bins["kubectl"], "kueue", ca)
-        self._kubectl(
-            bins["kubectl"],
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "-f",
-            "-",
-            stdin=manifests.dump(lws_crds + kueue_crds),
-        )
+        progress("starting KCM, scheduler, kwok; installing LWS and Kueue CRDs")
         common = [
             f"--kubeconfig={kc}",
             "--bind-address=127.0.0.1",
@@ -374,6 +362,18 @@ class LocalCluster:
                 "--node-lease-duration-seconds=40",
                 *stage_args,
             ],
+        )
+        ca = p.ca_crt.read_bytes()
+        lws_crds, lws_hooks = self._manifests(bins["kubectl"], "lws", ca)
+        kueue_crds, kueue_hooks = self._manifests(bins["kubectl"], "kueue", ca)
+        self._kubectl(
+            bins["kubectl"],
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            "-",
+            stdin=manifests.dump(lws_crds + kueue_crds),
         )
         api = api_client(self.kubeconfig)
         try:

@@ -64,10 +64,22 @@ def module_download(module: str, version: str) -> dict[str, str]:
 
 
 def module_dir(component: str, version: str, source: str | None) -> Path:
-    """The directory holding the component's sources (manifests under config/ live there)."""
+    """The directory holding the component's sources (manifests under config/ live there).
+    Remembered in the cache: asking the go command costs a second or two per bring-up."""
     if source:
         return Path(source).resolve()
-    return Path(module_download(RECIPES[component].module, version)["Dir"])
+    memo = cache.cache_root() / "moddirs.json"
+    key = f"{RECIPES[component].module}@{version}"
+    known: dict[str, str] = json.loads(memo.read_text()) if memo.is_file() else {}
+    if key in known and Path(known[key]).is_dir():
+        return Path(known[key])
+    directory = module_download(RECIPES[component].module, version)["Dir"]
+    known[key] = directory
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(known, indent=1))
+    tmp.rename(memo)
+    return Path(directory)
 
 
 def _run_with_progress(cmd: list[str], cwd: Path, log: Path, label: str, progress: Progress) -> None:
