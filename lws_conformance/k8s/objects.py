@@ -97,6 +97,25 @@ class Objects:
         self.created.clear()
 
 
+def list_cluster_scoped(api: client.ApiClient, selector: str) -> list[tuple[str, dict[str, Any]]]:
+    """(kind, object) for every cluster-scoped Kueue object matching `selector`; none if Kueue
+    is not installed on this cluster."""
+    custom = client.CustomObjectsApi(api)
+    out: list[tuple[str, dict[str, Any]]] = []
+    for kind in sorted(CLUSTER_SCOPED):
+        group, version, plural = gvp(kind, "kueue.x-k8s.io/v1beta2")
+        try:
+            listing = cast(
+                dict[str, Any], custom.list_cluster_custom_object(group, version, plural, label_selector=selector)
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                continue
+            raise
+        out += [(kind, item) for item in listing["items"]]
+    return out
+
+
 def sweep_run(api: client.ApiClient, run_id: str) -> None:
     """Delete every namespace and cluster-scoped Kueue object labelled with `run_id`."""
     selector = f"{RUN_LABEL}={run_id}"
@@ -108,20 +127,10 @@ def sweep_run(api: client.ApiClient, run_id: str) -> None:
             if exc.status != 404:
                 raise
     custom = client.CustomObjectsApi(api)
-    for kind in sorted(CLUSTER_SCOPED):
+    for kind, item in list_cluster_scoped(api, selector):
         group, version, plural = gvp(kind, "kueue.x-k8s.io/v1beta2")
         try:
-            listing = cast(
-                dict[str, Any], custom.list_cluster_custom_object(group, version, plural, label_selector=selector)
-            )
-            items = listing["items"]
+            custom.delete_cluster_custom_object(group, version, plural, item["metadata"]["name"])
         except ApiException as exc:
-            if exc.status == 404:
-                continue  # Kueue not installed on this cluster
-            raise
-        for item in items:
-            try:
-                custom.delete_cluster_custom_object(group, version, plural, item["metadata"]["name"])
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
+            if exc.status != 404:
+                raise

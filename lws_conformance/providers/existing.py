@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import yaml
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from ..errors import UserError
 from ..k8s.client import api_client
-from ..k8s.objects import CLUSTER_SCOPED, RUN_LABEL, gvp, sweep_run
+from ..k8s.objects import RUN_LABEL, list_cluster_scoped, sweep_run
 from ..profile import Profile
 from . import preflight
 from .base import ClusterHandle
@@ -122,19 +121,7 @@ def harness_objects(api: client.ApiClient, run_id: str | None = None) -> list[st
     selector = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
     nss = client.CoreV1Api(api).list_namespace(label_selector=selector).items
     out = [f"Namespace/{ns.metadata.name}" for ns in nss if ns.metadata]
-    custom = client.CustomObjectsApi(api)
-    for kind in sorted(CLUSTER_SCOPED):
-        group, version, plural = gvp(kind, "kueue.x-k8s.io/v1beta2")
-        try:
-            listing = cast(
-                dict[str, Any], custom.list_cluster_custom_object(group, version, plural, label_selector=selector)
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                continue
-            raise
-        out += [f"{kind}/{i['metadata']['name']}" for i in listing["items"]]
-    return out
+    return out + [f"{kind}/{item['metadata']['name']}" for kind, item in list_cluster_scoped(api, selector)]
 
 
 def run_ids(api: client.ApiClient) -> list[str]:
@@ -153,17 +140,4 @@ def cleanup(api: client.ApiClient, run_id: str | None) -> list[str]:
 
 
 def _cluster_scoped_run_ids(api: client.ApiClient) -> set[str]:
-    custom = client.CustomObjectsApi(api)
-    out: set[str] = set()
-    for kind in CLUSTER_SCOPED:
-        group, version, plural = gvp(kind, "kueue.x-k8s.io/v1beta2")
-        try:
-            listing = cast(
-                dict[str, Any], custom.list_cluster_custom_object(group, version, plural, label_selector=RUN_LABEL)
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                continue
-            raise
-        out |= {i["metadata"]["labels"][RUN_LABEL] for i in listing["items"]}
-    return out
+    return {item["metadata"]["labels"][RUN_LABEL] for _kind, item in list_cluster_scoped(api, RUN_LABEL)}

@@ -238,6 +238,11 @@ class LocalCluster:
             raise InfraError(f"kubectl {' '.join(args[:2])} failed: {first}")
         return proc.stdout
 
+    def _apply(self, kubectl: Path, docs: list[dict[str, Any]], force: bool = True) -> None:
+        """Server-side apply (Kueue's Workload CRD is too large for client-side apply)."""
+        flags = ["--force-conflicts"] if force else []
+        self._kubectl(kubectl, "apply", "--server-side", *flags, "-f", "-", stdin=manifests.dump(docs))
+
     def _manifests(self, kubectl: Path, component: str, ca: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         version = self.profile.versions[component]
         source = self.profile.sources.get(component)
@@ -366,15 +371,7 @@ class LocalCluster:
         ca = p.ca_crt.read_bytes()
         lws_crds, lws_hooks = self._manifests(bins["kubectl"], "lws", ca)
         kueue_crds, kueue_hooks = self._manifests(bins["kubectl"], "kueue", ca)
-        self._kubectl(
-            bins["kubectl"],
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "-f",
-            "-",
-            stdin=manifests.dump(lws_crds + kueue_crds),
-        )
+        self._apply(bins["kubectl"], lws_crds + kueue_crds)
         api = api_client(self.kubeconfig)
         try:
             core = client.CoreV1Api(api)
@@ -408,28 +405,15 @@ class LocalCluster:
                 raise UserError(f"kwok exited during start-up (log: {kwok.log}: {process.log_tail(kwok.log)})")
 
             progress("registering webhooks; creating Kueue Topology and ResourceFlavor")
-            self._kubectl(
-                bins["kubectl"],
-                "apply",
-                "--server-side",
-                "--force-conflicts",
-                "-f",
-                "-",
-                stdin=manifests.dump(lws_hooks + kueue_hooks),
-            )
+            self._apply(bins["kubectl"], lws_hooks + kueue_hooks)
             t = self.profile.topology
-            self._kubectl(
+            self._apply(
                 bins["kubectl"],
-                "apply",
-                "--server-side",
-                "-f",
-                "-",
-                stdin=manifests.dump(
-                    [
-                        nodes.kueue_topology(t, self.profile.kueue_topology_name),
-                        nodes.kueue_flavor(self.profile.kueue_flavor_name, self.profile.kueue_topology_name),
-                    ]
-                ),
+                [
+                    nodes.kueue_topology(t, self.profile.kueue_topology_name),
+                    nodes.kueue_flavor(self.profile.kueue_flavor_name, self.profile.kueue_topology_name),
+                ],
+                force=False,
             )
             self._wait_nodes_ready(api, deadline)
             self._wait_default_sa(api, deadline)

@@ -8,7 +8,6 @@ polling in the harness, bounded by a deadline and cut short when the process die
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -42,8 +41,18 @@ class ProcRecord:
         return [cls(**json.loads(p.read_text())) for p in sorted(pid_dir.glob("*.json"))]
 
 
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # processes this Python process started
+
+
 def alive(rec: ProcRecord) -> bool:
-    """True if `rec.pid` is running and is still the executable we started (not a zombie)."""
+    """True if `rec.pid` is running and is still the executable we started (not a zombie).
+
+    For our own children the Popen object is the authority (under load a child may not have
+    exec'd yet, and /proc would still show the forked Python); for processes started by an
+    earlier `lwsc` the executable in /proc must match, so a recycled pid is never mistaken."""
+    child = _CHILDREN.get(rec.pid)
+    if child is not None:
+        return child.poll() is None
     try:
         cmdline = Path(f"/proc/{rec.pid}/cmdline").read_bytes().split(b"\0")[0].decode()
         state = Path(f"/proc/{rec.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -64,13 +73,14 @@ def start(name: str, argv: list[str], log: Path, pid_dir: Path, env: dict[str, s
             close_fds=True,
             env={**os.environ, **(env or {})},
         )
+    _CHILDREN[proc.pid] = proc
     rec = ProcRecord(name=name, pid=proc.pid, exe=argv[0], log=str(log))
     rec.save(pid_dir)
     _await_exec(proc, argv[0])
     return rec
 
 
-def _await_exec(proc: subprocess.Popen[bytes], exe: str, limit: float = 5.0) -> None:
+def _await_exec(proc: subprocess.Popen[bytes], exe: str, limit: float = 30.0) -> None:
     """Return once the child runs `exe` (or has exited): before exec, /proc shows the forked
     Python, and `alive()` would wrongly call a starting process dead."""
     target = os.path.realpath(exe)
@@ -95,9 +105,8 @@ def stop(rec: ProcRecord, grace: float = 3.0) -> None:
             return
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(rec.pid, os.WNOHANG)  # reap if it is our child
             if not alive(rec):
+                _CHILDREN.pop(rec.pid, None)
                 return
             time.sleep(0.05)
 
