@@ -368,6 +368,15 @@ def test_surge_reclaimed_catches_available_with_surge_still_wanted() -> None:
     assert "still wants 3" in first(s.events, "surge-reclaimed").message
 
 
+def test_surge_reclaimed_allows_available_one_reconcile_before_the_reclaim() -> None:
+    s = created(2, ms=1)
+    s.lws(spec={"template": "t2"})
+    s.sts("b", 3, 2)
+    s.settle_status(2, 2, {"Available": "True"})  # conditions count only non-surge groups (§4.5)
+    s.sts("b", 2, 0)  # the next reconcile reclaims the surge group
+    assert invariants.surge_reclaimed(s.events) is None
+
+
 def test_completion_catches_surge_left_and_status_mismatch() -> None:
     s = good_rollout(2, ms=1)
     s.up(2, "b")  # a surge group comes back after the update completed
