@@ -231,7 +231,9 @@ def _outcome(report: pytest.TestReport) -> tuple[str, str] | None:
         if report.passed and report.when == "call":
             return "xpass", str(report.wasxfail)
     if report.failed:
-        return ("failed" if report.when == "call" else "error"), str(report.longreprtext)[:2000]
+        crash = getattr(report.longrepr, "reprcrash", None)
+        detail = f"{crash.message}\n\n{report.longreprtext}" if crash else report.longreprtext
+        return ("failed" if report.when == "call" else "error"), detail[:2000]
     if report.skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         return "skipped", str(reason).removeprefix("Skipped: ")
