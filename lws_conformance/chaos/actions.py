@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,14 +69,25 @@ def group_selector(lws: str, group: int | str | None = None, worker: int | str |
     return ",".join(parts)
 
 
-def _select_pods(
-    core: client.CoreV1Api, namespace: str | None, label_selector: str | None, quantity: int | str | None
-) -> tuple[str, list[Obj]]:
-    selector = safety.require_selector(label_selector, "pod")
-    ns = safety.check_namespace(core, namespace)
-    pods = [to_dict(core.api_client, p) for p in core.list_namespaced_pod(ns, label_selector=selector).items]
-    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-    return ns, safety.pick(live, safety.parse_quantity(quantity))
+@contextmanager
+def _target_pods(
+    configuration: Configuration, namespace: str | None, label_selector: str | None, quantity: int | str | None
+) -> Iterator[tuple[client.CoreV1Api, str, list[Obj]]]:
+    """(core API, namespace, the `quantity` live pods matching `label_selector`) in a harness
+    namespace; refuses selector-less, foreign-namespace and empty targets."""
+    api = api_client(kubeconfig_of(configuration))
+    try:
+        core = client.CoreV1Api(api)
+        selector = safety.require_selector(label_selector, "pod")
+        ns = safety.check_namespace(core, namespace_of(configuration, namespace))
+        pods = [to_dict(api, p) for p in core.list_namespaced_pod(ns, label_selector=selector).items]
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        picked = safety.pick(live, safety.parse_quantity(quantity))
+        if not picked:
+            raise safety.ChaosRefused(f"no live pod in {ns} matches {label_selector!r}")
+        yield core, ns, picked
+    finally:
+        api.close()
 
 
 _LAST_FAULT: dict[str, Any] = {}
@@ -108,19 +121,12 @@ def kill_pods(
     configuration: Configuration = None,
 ) -> list[Obj]:
     """Delete `quantity` pods matching `label_selector` in a harness namespace."""
-    api = api_client(kubeconfig_of(configuration))
-    try:
-        core = client.CoreV1Api(api)
-        ns, pods = _select_pods(core, namespace_of(configuration, namespace), label_selector, quantity)
-        if not pods:
-            raise safety.ChaosRefused(f"no live pod in {ns} matches {label_selector!r}")
+    with _target_pods(configuration, namespace, label_selector, quantity) as (core, ns, pods):
         if not dry_run:
             _record(pods)
             for p in pods:
                 core.delete_namespaced_pod(p["metadata"]["name"], ns, grace_period_seconds=grace_period)
         return [_target(p) for p in pods]
-    finally:
-        api.close()
 
 
 def kill_leader_pod(
@@ -153,12 +159,7 @@ def restart_containers(
     """Report a container restart the way a kubelet would: `restartCount` + 1 and a terminated
     `lastState`, by JSON patch on the status subresource. The phase stays Running; `test` ops make
     the patch fail instead of clobbering a concurrent change."""
-    api = api_client(kubeconfig_of(configuration))
-    try:
-        core = client.CoreV1Api(api)
-        ns, pods = _select_pods(core, namespace_of(configuration, namespace), label_selector, quantity)
-        if not pods:
-            raise safety.ChaosRefused(f"no live pod in {ns} matches {label_selector!r}")
+    with _target_pods(configuration, namespace, label_selector, quantity) as (core, ns, pods):
         out = []
         for p in pods:
             statuses = (p.get("status") or {}).get("containerStatuses") or []
@@ -185,8 +186,6 @@ def restart_containers(
                 core.patch_namespaced_pod_status(p["metadata"]["name"], ns, patch, _content_type=JSON_PATCH)
             out.append(_target(p, container=statuses[idx]["name"], restart_count=count + (0 if dry_run else 1)))
         return out
-    finally:
-        api.close()
 
 
 def fail_pods(
@@ -197,12 +196,7 @@ def fail_pods(
     configuration: Configuration = None,
 ) -> list[Obj]:
     """Turn pods Failed (status subresource): every container terminated with exit code 1."""
-    api = api_client(kubeconfig_of(configuration))
-    try:
-        core = client.CoreV1Api(api)
-        ns, pods = _select_pods(core, namespace_of(configuration, namespace), label_selector, quantity)
-        if not pods:
-            raise safety.ChaosRefused(f"no live pod in {ns} matches {label_selector!r}")
+    with _target_pods(configuration, namespace, label_selector, quantity) as (core, ns, pods):
         now = _now()
         if not dry_run:
             _record(pods)
@@ -223,8 +217,6 @@ def fail_pods(
             body = {"status": {"phase": "Failed", "containerStatuses": statuses, "conditions": conds}}
             core.patch_namespaced_pod_status(p["metadata"]["name"], ns, body)
         return [_target(p) for p in pods]
-    finally:
-        api.close()
 
 
 # -- node failure (private cluster: the node leaves kwok, so its heartbeat stops) -------------
