@@ -80,42 +80,35 @@ class Scenario:
         logs = ", ".join(f"{k}: {v}" for k, v in sorted(self.cluster.logs.items()) if k in ("lws", "kueue"))
         return f"recent events in {self.namespace}:\n  {ev or 'none'}\ncontroller logs: {logs or 'n/a'}"
 
-    def wait_pods(self, predicate: Predicate, condition: str, timeout: float = 60, selector: str = "") -> Any:
+    def wait_in_namespace(
+        self, list_fn: Any, what: str, predicate: Predicate, condition: str, timeout: float = 60, **kwargs: Any
+    ) -> Any:
+        """`wait_for` over one of this namespace's lists, with the namespace's diagnostics."""
         return wait_for(
             self.api,
-            self.core.list_namespaced_pod,
+            list_fn,
             predicate,
-            what=f"pods in {self.namespace}" + (f" ({selector})" if selector else ""),
+            what=f"{what} in {self.namespace}",
             condition=condition,
             timeout=timeout,
             diagnose=self.diagnose,
             namespace=self.namespace,
-            label_selector=selector,
+            **kwargs,
+        )
+
+    def wait_pods(self, predicate: Predicate, condition: str, timeout: float = 60, selector: str = "") -> Any:
+        what = "pods" + (f" ({selector})" if selector else "")
+        return self.wait_in_namespace(
+            self.core.list_namespaced_pod, what, predicate, condition, timeout, label_selector=selector
         )
 
     def wait_statefulsets(self, predicate: Predicate, condition: str, timeout: float = 60) -> Any:
-        return wait_for(
-            self.api,
-            self.apps.list_namespaced_stateful_set,
-            predicate,
-            what=f"StatefulSets in {self.namespace}",
-            condition=condition,
-            timeout=timeout,
-            diagnose=self.diagnose,
-            namespace=self.namespace,
+        return self.wait_in_namespace(
+            self.apps.list_namespaced_stateful_set, "StatefulSets", predicate, condition, timeout
         )
 
     def wait_services(self, predicate: Predicate, condition: str, timeout: float = 60) -> Any:
-        return wait_for(
-            self.api,
-            self.core.list_namespaced_service,
-            predicate,
-            what=f"Services in {self.namespace}",
-            condition=condition,
-            timeout=timeout,
-            diagnose=self.diagnose,
-            namespace=self.namespace,
-        )
+        return self.wait_in_namespace(self.core.list_namespaced_service, "Services", predicate, condition, timeout)
 
     def wait_lws(self, name: str, predicate: Any, condition: str, timeout: float = 60) -> Obj:
         """Wait until `predicate(lws)` holds for the LWS named `name`; returns the LWS."""
