@@ -184,12 +184,17 @@ def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path,
     return _tee(cmd, out / "e2e.log")
 
 
-def _existing_kubeconfig(args: argparse.Namespace, out_dir: Path) -> Path:
+def _existing_kubeconfig(args: argparse.Namespace, run_id: str) -> Path:
+    """The vendor's kubeconfig, or a context-pinned copy of it. The copy holds credentials, so it
+    goes to a private 0600 file in the state dir, never into reports/ (removed after the run)."""
     kubeconfig = Path(args.kubeconfig).expanduser()
     if not kubeconfig.is_file():
         raise UserError(f"kubeconfig {kubeconfig} does not exist; pass --kubeconfig PATH")
     if args.context:
-        return existing.pin_context(kubeconfig, args.context, out_dir / "kubeconfig")
+        pinned = state_root() / "existing" / f"{run_id}.kubeconfig"
+        pinned.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        pinned.touch(mode=0o600)
+        return existing.pin_context(kubeconfig, args.context, pinned)
     return kubeconfig
 
 
@@ -205,7 +210,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     pytest_run_id = run_id.replace("-", "")[4:]
     if provider == "existing":
         out = _reports_dir(args, run_id)
-        kubeconfig = _existing_kubeconfig(args, out)
+        kubeconfig = _existing_kubeconfig(args, run_id)
         handle, report = existing.adopt(kubeconfig, load_profile(args.profile, args.set))
         print(report.text(), file=sys.stderr)
         (out / "preflight.json").write_text(json.dumps(report.to_dict(), indent=2))
@@ -223,6 +228,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             finally:
                 api.close()
             _progress(f"cleanup: deleted {len(left)} leftover object(s) labelled with run {pytest_run_id}")
+            if kubeconfig != Path(args.kubeconfig).expanduser():
+                kubeconfig.unlink(missing_ok=True)  # the private context-pinned copy
     else:
         cluster: LocalCluster | KindCluster = _kind(args) if provider == "kind" else _cluster(args)
         was_running = cluster.handle_file.is_file() if provider == "kind" else cast(LocalCluster, cluster).running()
