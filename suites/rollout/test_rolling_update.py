@@ -15,8 +15,9 @@ first partition step, the surge peak, and that each group's leader was replaced 
 Rollouts are triggered by a template change (an annotation on the worker template, or an env var
 on the leader template); kwok makes new pods Ready at once, so a rollout takes seconds.
 
-Not covered here (need fault injection owned elsewhere): an update while old groups are unhealthy
-(kubernetes-sigs/lws#567, PR #488) and an update across an LWS controller restart (lws#225).
+An update across an LWS controller restart (lws#225) is in test_rollout_faults.py (it needs the
+controller process: private cluster). Not covered yet: an update while old groups are unhealthy
+(kubernetes-sigs/lws#567, PR #488).
 """
 
 from __future__ import annotations

@@ -1,0 +1,77 @@
+"""Rolling updates under faults, watched event by event (lws-behaviour.md §4.4, §7 item 6).
+
+kubernetes-sigs/lws#225: after an LWS controller restart (or resync) in the middle of a rollout,
+every group was updated at once — the worker StatefulSets were patched to the new template. Fixed
+by PR #229 (the worker StatefulSet is created, never patched). The fault needs the controller
+process, so it runs on the xdist worker's private cluster, never the shared one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_rolling_update import (
+    LBL,
+    REVISION,
+    STRICT,
+    _bump_annotation,
+    _leader_revision,
+    _lws,
+    _one_revision,
+    _pods_at,
+    _recorded,
+    _set_partition,
+    _settled,
+)
+
+from lws_conformance.observe import artifact_dir, invariants, verify
+from lws_conformance.providers.local import LocalCluster
+from lws_conformance.scenario import Scenario
+
+pytestmark = pytest.mark.cluster
+Obj = dict[str, Any]
+
+
+@pytest.mark.requirement("ROLL-FAULT-001")
+def test_controller_restart_mid_rollout_updates_no_extra_group(
+    private_scenario: Scenario, private_cluster: LocalCluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """R=4, maxUnavailable 1, spec.partition 2: groups 3 and 2 update; the LWS controller is
+    stopped and started while the partition holds; groups 1 and 0 must keep the old revision
+    through the restart (watched), and lowering the partition then finishes the update with every
+    invariant holding at every event."""
+    sc, name, r, size, part = private_scenario, "rc", 4, 2, 2
+    with _recorded(sc) as tl:
+        sc.create(_lws(name, r, size))
+        sc.wait_lws(name, _settled(r), f"Available with {r} groups")
+        old = _leader_revision(sc, name)
+        _set_partition(sc, name, part)
+        _bump_annotation(sc, name, "1")
+        sc.wait_lws(name, _settled(r, updated=r - part), f"Available, updatedReplicas {r - part} (partition {part})")
+        new = _leader_revision(sc, name)
+        sc.wait_pods(_pods_at(name, r, size, lambda g: new if g >= part else old), "groups >= 2 new, the rest old")
+
+        private_cluster.stop_component("lws")
+        private_cluster.start_component("lws")
+
+        def moved(pods: list[Obj]) -> str | None:
+            bad = [
+                p["metadata"]["name"]
+                for p in pods
+                if int(p["metadata"]["labels"].get(LBL + "group-index", "-1")) < part
+                and p["metadata"]["labels"].get(REVISION) != old
+            ]
+            return f"pods below the partition changed revision after the restart: {bad}" if bad else None
+
+        violation = sc.observe_pods(moved, duration=5)
+        assert violation is None, f"{violation} (kubernetes-sigs/lws#225 regression)"
+        _set_partition(sc, name, 0)
+        sc.wait_lws(name, _settled(r), "update done after partition 0")
+        sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
+
+    events = verify(tl, artifact_dir(tmp_path), request.node.name, skip=STRICT)
+    _one_revision(sc, name, new)
+    by_group = invariants.revisions_by_group(events)
+    assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated exactly once: {by_group}"
