@@ -26,6 +26,7 @@ from test_rolling_update import (
     _settled,
 )
 
+from lws_conformance.k8s import predicates as P
 from lws_conformance.observe import artifact_dir, invariants, verify
 from lws_conformance.providers.local import LocalCluster
 from lws_conformance.scenario import Scenario
@@ -75,3 +76,34 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
     _one_revision(sc, name, new)
     by_group = invariants.revisions_by_group(events)
     assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated exactly once: {by_group}"
+
+
+@pytest.mark.requirement("ROLL-FAULT-002")
+def test_update_completes_when_every_old_group_is_unhealthy(
+    scenario: Scenario, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """kubernetes-sigs/lws#567 (fixed by #568 in v0.7.0): size 1, maxUnavailable 0, maxSurge 1,
+    and no old pod ever becomes Ready (here: the old template selects no node, so every old pod
+    stays Pending). Updating the template to one that can run MUST not get stuck: every group
+    ends at the new revision and the LWS becomes Available."""
+    sc, name, r, size = scenario, "ru", 4, 1
+    obj = _lws(name, r, size, mu=0, ms=1)
+    obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["nodeSelector"] = {"lwsc.x-k8s.io/nowhere": "x"}
+    obj["spec"]["leaderWorkerTemplate"].pop("leaderTemplate", None)
+    with _recorded(sc) as tl:
+        sc.create(obj)
+        sc.wait_pods(
+            lambda pods: pods if len(P.live(pods)) == r and not any(P.pod_ready(p) for p in pods) else None,
+            f"{r} old pods, none Ready",
+        )
+        old = _leader_revision(sc, name)
+        sc.patch_lws(
+            name, {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"nodeSelector": None}}}}}
+        )
+        sc.wait_lws(name, _settled(r), f"Available with {r} groups after the fixed template rolled out", timeout=90)
+        new = _leader_revision(sc, name)
+        assert new != old, "the template change did not create a new revision"
+        sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
+
+    verify(tl, artifact_dir(tmp_path), request.node.name, final=True, skip=STRICT)
+    _one_revision(sc, name, new)
