@@ -256,6 +256,18 @@ def test_rolling_update_matrix(scenario: Scenario, case: Case, tmp_path: Path, r
 # -- partition -------------------------------------------------------------------------------
 
 
+def _moved_below(part: int, old: str) -> Any:
+    """Violation check for `observe`: a pod of a group below the partition left revision `old`."""
+
+    def moved(pods: list[Obj]) -> str | None:
+        bad = [p["metadata"]["name"] for p in pods
+               if int(p["metadata"]["labels"].get(LBL + "group-index", "-1")) < part
+               and p["metadata"]["labels"].get(REVISION) != old]
+        return f"pods below the partition changed revision: {bad}" if bad else None
+
+    return moved
+
+
 def _set_partition(sc: Scenario, name: str, partition: int) -> None:
     sc.patch_lws(name, {"spec": {"rolloutStrategy": {"rollingUpdateConfiguration": {"partition": partition}}}})
 
@@ -276,14 +288,7 @@ def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, tmp_path
         new = _leader_revision(sc, name)
         sc.wait_pods(_pods_at(name, r, size, lambda g: new if g >= part else old),
                      f"groups >= {part} at the new revision, the rest at the old one")
-
-        def moved(pods: list[Obj]) -> str | None:
-            bad = [p["metadata"]["name"] for p in pods
-                   if int(p["metadata"]["labels"].get(LBL + "group-index", "-1")) < part
-                   and p["metadata"]["labels"].get(REVISION) != old]
-            return f"pods below the partition changed revision: {bad}" if bad else None
-
-        violation = sc.observe_pods(moved, duration=2)
+        violation = sc.observe_pods(_moved_below(part, old), duration=2)
         assert violation is None, violation
         _set_partition(sc, name, 0)
         sc.wait_lws(name, _settled(r), "update done after partition 0")

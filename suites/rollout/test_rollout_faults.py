@@ -13,12 +13,11 @@ from typing import Any
 
 import pytest
 from test_rolling_update import (
-    LBL,
-    REVISION,
     STRICT,
     _bump_annotation,
     _leader_revision,
     _lws,
+    _moved_below,
     _one_revision,
     _pods_at,
     _recorded,
@@ -56,17 +55,7 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
 
         private_cluster.stop_component("lws")
         private_cluster.start_component("lws")
-
-        def moved(pods: list[Obj]) -> str | None:
-            bad = [
-                p["metadata"]["name"]
-                for p in pods
-                if int(p["metadata"]["labels"].get(LBL + "group-index", "-1")) < part
-                and p["metadata"]["labels"].get(REVISION) != old
-            ]
-            return f"pods below the partition changed revision after the restart: {bad}" if bad else None
-
-        violation = sc.observe_pods(moved, duration=5)
+        violation = sc.observe_pods(_moved_below(part, old), duration=5)
         assert violation is None, f"{violation} (kubernetes-sigs/lws#225 regression)"
         _set_partition(sc, name, 0)
         sc.wait_lws(name, _settled(r), "update done after partition 0")
