@@ -9,7 +9,6 @@ process, so it runs on the xdist worker's private cluster, never the shared one.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from test_rolling_update import (
@@ -31,7 +30,6 @@ from lws_conformance.providers.local import LocalCluster
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
-Obj = dict[str, Any]
 
 
 @pytest.mark.requirement("ROLL-FAULT-001")
