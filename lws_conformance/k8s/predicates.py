@@ -73,3 +73,23 @@ def bound(pod: Obj) -> bool:
 def held(pod: Obj) -> bool:
     """Still held back by Kueue: admission-gated, not bound to a node, not running."""
     return gated(pod) and not bound(pod) and (pod.get("status") or {}).get("phase") != "Running"
+
+
+def lws_settled(replicas: int, updated: int | None = None) -> Any:
+    """An LWS check: Available, status written for the current generation, replicas and
+    readyReplicas equal to `replicas`, updatedReplicas equal to `updated` (default `replicas`).
+    status.observedGeneration exists since LWS v0.9.0; where it is absent the generation check
+    cannot apply (LWS-STATUS-002 requires the field on versions that have it)."""
+
+    def check(lws: Obj) -> bool:
+        st = lws.get("status") or {}
+        generation = lws["metadata"]["generation"]
+        return (
+            condition(lws, "Available") == "True"
+            and st.get("observedGeneration", generation) == generation
+            and st.get("replicas", 0) == replicas
+            and st.get("readyReplicas", 0) == replicas
+            and st.get("updatedReplicas", 0) == (replicas if updated is None else updated)
+        )
+
+    return check

@@ -35,23 +35,6 @@ def _ready_exactly(expected: set[str]) -> Any:
     return check
 
 
-def _settled(name: str, replicas: int) -> Any:
-    """Available, every count equal to `replicas`, and the status written for this generation
-    (status.observedGeneration exists since v0.9.0; LWS-STATUS-002 requires it there)."""
-
-    def check(lws: Obj) -> bool:
-        st = lws.get("status") or {}
-        return (
-            _available(lws)
-            and st.get("observedGeneration", lws["metadata"]["generation"]) == lws["metadata"]["generation"]
-            and st.get("replicas", 0) == replicas
-            and st.get("readyReplicas", 0) == replicas
-            and st.get("updatedReplicas", 0) == replicas
-        )
-
-    return check
-
-
 def _cond(lws: Obj, ctype: str) -> Obj | None:
     for c in (lws.get("status") or {}).get("conditions") or []:
         if c.get("type") == ctype:
@@ -87,7 +70,7 @@ def test_fresh_lws_is_progressing_then_available(scenario: Scenario) -> None:
     """
     sc, name = scenario, "st"
     sc.create(workloads.lws(name, replicas=2, size=2))
-    lws = sc.wait_lws(name, _settled(name, 2), "Available=True with replicas/ready/updated 2")
+    lws = sc.wait_lws(name, P.lws_settled(2), "Available=True with replicas/ready/updated 2")
 
     avail, prog = _cond(lws, "Available"), _cond(lws, "Progressing")
     assert avail and avail["status"] == "True", lws["status"]
@@ -133,12 +116,12 @@ def test_status_counts_follow_groups_and_generation(scenario: Scenario) -> None:
     sc, name = scenario, "cnt"
     sc.create(workloads.lws(name, replicas=3, size=2))
     sc.wait_pods(_ready_exactly(P.expected_pod_names(name, 3, 2)), "3 groups of 2 pods Ready")
-    lws = sc.wait_lws(name, _settled(name, 3), "Available with replicas/ready/updated 3")
+    lws = sc.wait_lws(name, P.lws_settled(3), "Available with replicas/ready/updated 3")
     assert lws["status"]["observedGeneration"] == lws["metadata"]["generation"] == 1, lws["status"]
 
     lws = sc.patch_lws(name, {"spec": {"replicas": 2}})
     assert lws["metadata"]["generation"] == 2, lws["metadata"]
-    lws = sc.wait_lws(name, _settled(name, 2), "observedGeneration 2, Available, replicas/ready/updated 2")
+    lws = sc.wait_lws(name, P.lws_settled(2), "observedGeneration 2, Available, replicas/ready/updated 2")
     for c in lws["status"]["conditions"]:
         assert c.get("observedGeneration") == 2, f"condition {c['type']} not refreshed to generation 2"
     leader = to_dict(sc.api, sc.apps.read_namespaced_stateful_set(name, sc.namespace))
@@ -165,7 +148,7 @@ def test_scale_subresource_removes_highest_groups_whole(scenario: Scenario) -> N
     sc, name = scenario, "sc"
     sc.create(workloads.lws(name, replicas=3, size=2))
     before = sc.wait_pods(_ready_exactly(P.expected_pod_names(name, 3, 2)), "3 groups of 2 pods Ready")
-    lws = sc.wait_lws(name, _settled(name, 3), "Available with 3 groups")
+    lws = sc.wait_lws(name, P.lws_settled(3), "Available with 3 groups")
 
     scale = _scale(sc, name)
     assert scale["spec"]["replicas"] == 3 and scale["status"]["replicas"] == 3, scale
@@ -177,13 +160,13 @@ def test_scale_subresource_removes_highest_groups_whole(scenario: Scenario) -> N
     for p in kept:
         assert p["metadata"]["uid"] == uids[p["metadata"]["name"]], f"{p['metadata']['name']} was recreated"
     sc.wait_statefulsets(_sts_names(sc, {name, f"{name}-0"}), f"StatefulSets {name}, {name}-0 only")
-    sc.wait_lws(name, _settled(name, 1), "Available with 1 group")
+    sc.wait_lws(name, P.lws_settled(1), "Available with 1 group")
     assert _scale(sc, name)["status"]["replicas"] == 1
 
     _scale(sc, name, 2)
     sc.wait_pods(_ready_exactly(P.expected_pod_names(name, 2, 2)), "groups 0 and 1 Ready")
     sc.wait_statefulsets(_sts_names(sc, {name, f"{name}-0", f"{name}-1"}), "leader + 2 worker StatefulSets")
-    sc.wait_lws(name, _settled(name, 2), "Available with 2 groups")
+    sc.wait_lws(name, P.lws_settled(2), "Available with 2 groups")
 
 
 @pytest.mark.requirement("LWS-SCALE-002")
@@ -191,15 +174,15 @@ def test_scale_to_zero_and_back(scenario: Scenario) -> None:
     """replicas 0 is Available at once with nothing running; 0 -> 2 -> 0 adds and removes whole groups."""
     sc, name = scenario, "zero"
     sc.create(workloads.lws(name, replicas=0, size=2))
-    lws = sc.wait_lws(name, _settled(name, 0), "Available with replicas 0")
+    lws = sc.wait_lws(name, P.lws_settled(0), "Available with replicas 0")
     assert _cond(lws, "Available") and sc.pods() == [], "replicas 0 must run no pods"
 
     _scale(sc, name, 2)
     sc.wait_pods(_ready_exactly(P.expected_pod_names(name, 2, 2)), "2 groups of 2 pods Ready")
-    sc.wait_lws(name, _settled(name, 2), "Available with 2 groups")
+    sc.wait_lws(name, P.lws_settled(2), "Available with 2 groups")
 
     _scale(sc, name, 0)
     sc.wait_gone(sc.core.list_namespaced_pod, "no pods", namespace=sc.namespace)
     sc.wait_statefulsets(_sts_names(sc, {name}), f"only the leader StatefulSet {name}")
-    sc.wait_lws(name, _settled(name, 0), "Available with replicas 0 again")
+    sc.wait_lws(name, P.lws_settled(0), "Available with replicas 0 again")
     assert to_dict(sc.api, sc.apps.read_namespaced_stateful_set(name, sc.namespace))["spec"]["replicas"] == 0

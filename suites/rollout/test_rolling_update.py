@@ -82,20 +82,7 @@ def _bump_env(sc: Scenario, name: str, value: str) -> None:
     sc.patch_lws(name, {"spec": {"leaderWorkerTemplate": {"leaderTemplate": {"spec": {"containers": containers}}}}})
 
 
-def _settled(replicas: int, updated: int | None = None) -> Any:
-    """Status written for the current generation, Available, counts as given."""
-
-    def check(lws: Obj) -> bool:
-        st = lws.get("status") or {}
-        return (
-            P.condition(lws, "Available") == "True"
-            and st.get("observedGeneration") == lws["metadata"]["generation"]
-            and st.get("replicas", 0) == replicas
-            and st.get("readyReplicas", 0) == replicas
-            and st.get("updatedReplicas", 0) == (replicas if updated is None else updated)
-        )
-
-    return check
+_settled = P.lws_settled  # Available, counts as given, status for the current generation
 
 
 def _pods_at(name: str, replicas: int, size: int, revision_of: Any) -> Any:
@@ -268,6 +255,19 @@ def _moved_below(part: int, old: str) -> Any:
     return moved
 
 
+def _held_update(sc: Scenario, name: str, replicas: int, size: int, part: int) -> tuple[str, str]:
+    """Create the LWS, let it settle, set spec.partition `part` and change the template; return
+    (old, new) revision once the groups at or above the partition are updated and it holds."""
+    sc.create(_lws(name, replicas, size))
+    sc.wait_lws(name, _settled(replicas), f"Available with {replicas} groups")
+    old = _leader_revision(sc, name)
+    _set_partition(sc, name, part)
+    _bump_annotation(sc, name, "1")
+    sc.wait_lws(name, _settled(replicas, updated=replicas - part),
+                f"Available, updatedReplicas {replicas - part} (partition {part} holding)")
+    return old, _leader_revision(sc, name)
+
+
 def _set_partition(sc: Scenario, name: str, partition: int) -> None:
     sc.patch_lws(name, {"spec": {"rolloutStrategy": {"rollingUpdateConfiguration": {"partition": partition}}}})
 
@@ -279,13 +279,7 @@ def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, tmp_path
     updatedReplicas 2) for as long as the partition stays; lowering it to 0 finishes the update."""
     sc, name, r, size, part = scenario, "rp", 3, 2, 1
     with _recorded(sc) as tl:
-        sc.create(_lws(name, r, size))
-        sc.wait_lws(name, _settled(r), f"Available with {r} groups")
-        old = _leader_revision(sc, name)
-        _set_partition(sc, name, part)
-        _bump_annotation(sc, name, "1")
-        sc.wait_lws(name, _settled(r, updated=r - part), f"Available, updatedReplicas {r - part} (partition {part})")
-        new = _leader_revision(sc, name)
+        old, new = _held_update(sc, name, r, size, part)
         sc.wait_pods(_pods_at(name, r, size, lambda g: new if g >= part else old),
                      f"groups >= {part} at the new revision, the rest at the old one")
         violation = sc.observe_pods(_moved_below(part, old), duration=2)
@@ -371,13 +365,7 @@ def test_replicas_changed_mid_rollout(scenario: Scenario, direction: str, tmp_pa
     sc, name, size = scenario, "rm", 2
     r0, r1, part = (2, 4, 1) if direction == "up" else (4, 2, 2)
     with _recorded(sc) as tl:
-        sc.create(_lws(name, r0, size))
-        sc.wait_lws(name, _settled(r0), f"Available with {r0} groups")
-        old = _leader_revision(sc, name)
-        _set_partition(sc, name, part)
-        _bump_annotation(sc, name, "1")
-        sc.wait_lws(name, _settled(r0, updated=r0 - part), f"groups >= {part} updated, partition holding")
-        new = _leader_revision(sc, name)
+        old, new = _held_update(sc, name, r0, size, part)
         sc.patch_lws(name, {"spec": {"replicas": r1}})
         below = min(part, r1)
         sc.wait_pods(_pods_at(name, r1, size, lambda g: new if g >= below else old),

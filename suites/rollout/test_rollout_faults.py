@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_rolling_update import (
     STRICT,
-    _bump_annotation,
+    _held_update,
     _leader_revision,
     _lws,
     _moved_below,
@@ -42,13 +42,7 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
     invariant holding at every event."""
     sc, name, r, size, part = private_scenario, "rc", 4, 2, 2
     with _recorded(sc) as tl:
-        sc.create(_lws(name, r, size))
-        sc.wait_lws(name, _settled(r), f"Available with {r} groups")
-        old = _leader_revision(sc, name)
-        _set_partition(sc, name, part)
-        _bump_annotation(sc, name, "1")
-        sc.wait_lws(name, _settled(r, updated=r - part), f"Available, updatedReplicas {r - part} (partition {part})")
-        new = _leader_revision(sc, name)
+        old, new = _held_update(sc, name, r, size, part)
         sc.wait_pods(_pods_at(name, r, size, lambda g: new if g >= part else old), "groups >= 2 new, the rest old")
 
         private_cluster.stop_component("lws")
