@@ -9,7 +9,6 @@ broke before writing one shows as `no-summary` rather than as a column of fake v
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,8 +16,8 @@ from typing import Any
 from xml.etree import ElementTree
 
 from .errors import UserError
+from .profile import VERSION
 
-_VERSION = re.compile(r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 MATRIX_BASE_PORT = 30000  # away from the default cluster (16000), CLI tests (18100), claimed ranges (19000-29000)
 PORT_STRIDE = 100
 ABSENT = "—"  # requirement not in this column's summary (e.g. a catalogue that grew between runs)
@@ -86,7 +85,7 @@ def parse_versions(text: str | None, flag: str) -> list[str]:
     """`v0.8.0,v0.9.0` -> a list; every item must look like a version."""
     items = [v.strip() for v in (text or "").split(",") if v.strip()]
     for v in items:
-        if not _VERSION.match(v):
+        if not VERSION.match(v):
             raise UserError(f"{flag}: '{v}' is not a version like v0.9.0 (give a comma-separated list)")
     if len(set(items)) != len(items):
         raise UserError(f"{flag}: a version is listed twice")

@@ -30,7 +30,7 @@ BINARIES = (
     "kueue",
 )
 PROVIDERS = ("local", "kind", "existing")
-_VERSION = re.compile(r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
+VERSION = re.compile(r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")  # a module version like v1.2.3
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def _positive(data: dict[str, Any], key: str) -> int:
 def _build(name: str, data: dict[str, Any]) -> Profile:
     versions = {k: str(v) for k, v in data["versions"].items()}
     for comp, ver in versions.items():
-        if not _VERSION.match(ver):
+        if not VERSION.match(ver):
             raise ValueError(f"versions.{comp}={ver!r} is not a version like v1.2.3")
     for kind in ("sources", "binaries"):
         for comp, path in data[kind].items():
