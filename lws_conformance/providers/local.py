@@ -259,7 +259,6 @@ class LocalCluster:
     def _start(self, bins: dict[str, Path], progress: Progress) -> ClusterHandle:
         deadline = time.monotonic() + self.profile.ready_seconds
         d = self.dir
-        pids = d / "pids"
         p = pki.generate(d / "pki")
         certs = d / "pki" / "webhook"
         certs.mkdir(parents=True, exist_ok=True)
@@ -430,7 +429,6 @@ class LocalCluster:
             capabilities=CAPABILITIES,
         )
         self.handle_file.write_text(handle.to_json())
-        _ = pids
         return handle
 
     def _kueue_metrics_certs(self) -> None:
