@@ -109,11 +109,15 @@ class LocalCluster:
     def port(self, what: str) -> int:
         return self.profile.base_port + PORT_OFFSETS[what]
 
+    @property
+    def pid_dir(self) -> Path:
+        return self.dir / "pids"
+
     def log(self, component: str) -> Path:
         return self.dir / "logs" / f"{component}.log"
 
     def records(self) -> list[process.ProcRecord]:
-        return process.ProcRecord.load_all(self.dir / "pids")
+        return process.ProcRecord.load_all(self.pid_dir)
 
     # -- public operations ---------------------------------------------------------------
 
@@ -169,11 +173,11 @@ class LocalCluster:
             if rec.name == component:
                 process.stop(rec)
 
-    def start_component(self, component: str, progress: Progress = lambda _m: None) -> None:
+    def start_component(self, component: str) -> None:
         """Fault hook: restart a component stopped by `stop_component`, with its saved argv."""
         argv_file = self.dir / "argv" / f"{component}.yaml"
         argv = yaml.safe_load(argv_file.read_text())
-        rec = process.start(component, argv, self.log(component), self.dir / "pids")
+        rec = process.start(component, argv, self.log(component), self.pid_dir)
         self._wait_component(rec, time.monotonic() + self.profile.ready_seconds)
 
     # -- internals ----------------------------------------------------------------------
@@ -196,7 +200,7 @@ class LocalCluster:
         argv_dir = self.dir / "argv"
         argv_dir.mkdir(parents=True, exist_ok=True)
         (argv_dir / f"{name}.yaml").write_text(yaml.safe_dump(argv))
-        return process.start(name, argv, self.log(name), self.dir / "pids")
+        return process.start(name, argv, self.log(name), self.pid_dir)
 
     def _tls(self, verify: bool) -> ssl.SSLContext:
         p = pki.Pki.at(self.dir / "pki")
