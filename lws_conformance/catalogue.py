@@ -1,15 +1,21 @@
-"""The requirement catalogue: id, one MUST sentence, the version it holds since, proving tests.
+"""The requirement catalogue: id, level, one statement, upstream sources, since-version, tests.
 
 In the spirit of Kubernetes' conformance.yaml: requirements are data (`fixtures/requirements/*.yaml`),
 tests name the requirement they prove with `@pytest.mark.requirement("LWS-...")`, and reports
 group verdicts by requirement. Gating reads the installed versions: a requirement newer than the
 installed component is "not-applicable", never failed and never silently skipped.
+
+Levels (RFC 2119 words, as the AI-conformance KARs use them):
+- MUST: an upstream document, API field comment or KEP promises the behaviour. Gates a release.
+- SHOULD: only upstream code, tests or issues show the intent. Reported, never gates.
+Every requirement cites its upstream sources; the harness's own notes (`kind: harness`) may be
+cited in addition, never alone.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -17,16 +23,39 @@ import yaml
 
 CATALOGUE = Path(__file__).resolve().parent.parent / "fixtures" / "requirements"
 _ID = re.compile(r"^(LWS|KUEUE|ROLL|CHAOS)-[A-Z]+-\d{3}$")
+LEVELS = ("MUST", "SHOULD")
+# What each kind of source is: promises (doc, api, kep) make a MUST; intent (code, test, issue)
+# makes a SHOULD; `harness` is our own summary and never counts on its own.
+PROMISE_KINDS = ("doc", "api", "kep")
+INTENT_KINDS = ("code", "test", "issue")
+SOURCE_KINDS = (*PROMISE_KINDS, *INTENT_KINDS, "harness")
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str  # one of SOURCE_KINDS
+    url: str  # a page, or a file pinned to a tag/commit (…/blob/v0.9.0/path#L10-L12)
+    quote: str = ""  # the sentence, comment or assertion, verbatim (whitespace folded)
+
+    @property
+    def upstream(self) -> bool:
+        return self.kind != "harness"
 
 
 @dataclass(frozen=True)
 class Requirement:
     id: str
     area: str
-    must: str
+    statement: str
     since: dict[str, str]  # component -> first version where it holds
     tests: tuple[str, ...]
-    upstream: tuple[str, ...] = field(default=())
+    level: str = "MUST"
+    sources: tuple[Source, ...] = ()
+
+    @property
+    def gating(self) -> bool:
+        """Does a failure of this requirement fail the run?"""
+        return self.level == "MUST"
 
 
 def parse_version(v: str) -> tuple[int, int, int]:
@@ -47,28 +76,65 @@ def not_applicable(req: Requirement, installed: dict[str, str]) -> str | None:
     return None
 
 
-def load(path: Path = CATALOGUE) -> dict[str, Requirement]:
-    """Every requirement in `path` (a YAML file, or a directory of them), validated."""
+def _sources(rid: str, raws: list[dict[str, str]]) -> tuple[Source, ...]:
+    out = []
+    for raw in raws:
+        src = Source(str(raw["kind"]), str(raw["url"]), " ".join(str(raw.get("quote", "")).split()))
+        if src.kind not in SOURCE_KINDS:
+            raise ValueError(f"{rid}: source kind {src.kind!r} is not one of {SOURCE_KINDS}")
+        if not src.url.startswith(("https://", "file:")):
+            raise ValueError(f"{rid}: source url {src.url!r} is not a https:// URL")
+        if src.kind in (*PROMISE_KINDS, "code", "test") and not src.quote:
+            raise ValueError(f"{rid}: a {src.kind} source must quote the upstream text ({src.url})")
+        out.append(src)
+    return tuple(out)
+
+
+def check(req: Requirement) -> None:
+    """The rules every catalogued requirement follows (ValueError naming the rule)."""
+    if not _ID.match(req.id):
+        raise ValueError(f"requirement id {req.id!r} does not match {_ID.pattern}")
+    if req.level not in LEVELS:
+        raise ValueError(f"{req.id}: level {req.level!r} is not one of {LEVELS}")
+    if not re.search(rf"\b{req.level}\b", req.statement):
+        raise ValueError(f"{req.id}: a {req.level} requirement's statement must say {req.level}")
+    other = "SHOULD" if req.level == "MUST" else "MUST"
+    if re.search(rf"\b{other}\b", req.statement):
+        raise ValueError(f"{req.id}: a {req.level} requirement's statement must not say {other} (split it)")
+    kinds = {s.kind for s in req.sources}
+    if req.level == "MUST" and not kinds & set(PROMISE_KINDS):
+        raise ValueError(f"{req.id}: MUST needs an upstream doc, api or kep source (else it is a SHOULD)")
+    if not kinds - {"harness"}:
+        raise ValueError(f"{req.id}: cites no upstream source (our own docs are never a source on their own)")
+    for v in req.since.values():
+        parse_version(v)
+
+
+def load(path: Path = CATALOGUE, *, strict: bool = True) -> dict[str, Requirement]:
+    """Every requirement in `path` (a YAML file, or a directory of them), validated; `strict`
+    applies the provenance rules of `check` (levels and sources)."""
     files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
     raws = [raw for f in files for raw in (yaml.safe_load(f.read_text()) or {}).get("requirements", [])]
     out: dict[str, Requirement] = {}
     for raw in raws:
+        if "statement" not in raw or "level" not in raw:
+            raise ValueError(f"{raw.get('id')}: needs `level` and `statement` (see fixtures/requirements/README.md)")
+        text = str(raw["statement"])
         req = Requirement(
             id=raw["id"],
             area=raw["area"],
-            must=" ".join(raw["must"].split()),
+            statement=" ".join(text.split()),
             since={k: str(v) for k, v in raw["since"].items()},
             tests=tuple(raw.get("tests", ())),
-            upstream=tuple(raw.get("upstream", ())),
+            level=str(raw["level"]),
+            sources=_sources(raw["id"], raw.get("sources", [])),
         )
-        if not _ID.match(req.id):
-            raise ValueError(f"requirement id {req.id!r} does not match {_ID.pattern}")
         if req.id in out:
             raise ValueError(f"duplicate requirement id {req.id}")
-        if " MUST " not in f" {req.must} ":
-            raise ValueError(f"{req.id}: the statement must contain MUST")
-        for v in req.since.values():
-            parse_version(v)
+        if strict:
+            check(req)
+        elif not re.search(r"\b(MUST|SHOULD)\b", req.statement):
+            raise ValueError(f"{req.id}: the statement must say MUST or SHOULD")
         out[req.id] = req
     return out
 

@@ -19,7 +19,7 @@ from typing import cast
 
 from kubernetes import client
 
-from . import matrix
+from . import matrix, verdicts
 from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
 from .k8s.objects import RUN_LABEL
@@ -28,7 +28,7 @@ from .providers import discovery, existing, preflight, process
 from .providers.base import ClusterHandle
 from .providers.kind import KindCluster, KindTools
 from .providers.local import ORDER, LocalCluster, state_root
-from .report import render
+from .report import render, summary
 from .toolchain import cache as bincache
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -135,14 +135,26 @@ def _selection(args: argparse.Namespace) -> list[str]:
     return ["-k", " and ".join(parts)] if parts else []
 
 
-def _exit_code(pytest_rc: int, run_dir: Path) -> int:
-    """0 all applicable requirements passed; 1 a requirement failed; 3 harness/infra broken."""
+def _exit_code(pytest_rc: int, run_dir: Path, *, strict: bool = False, certify: bool = False) -> int:
+    """1 a gating requirement failed (`verdicts.gates`: a MUST failed; with --strict a listed
+    deviation no longer reproduces; with --certify also a MUST that errored, did not run or ran
+    partly); 3 the harness or infrastructure broke (an `error` verdict, or pytest failed without
+    a requirement failing); else 0. With --certify on a cluster the harness did not create,
+    requirements proven only on a private local cluster are reported but are no evidence."""
     summary_file = run_dir / "summary.json"
     if not summary_file.is_file():
         return 3
-    totals = json.loads(summary_file.read_text()).get("totals", {})
-    if totals.get("failed"):
+    doc = json.loads(summary_file.read_text())
+    rows = [summary.Row(**r) for r in doc.get("requirements", [])]
+    foreign = doc.get("provider") not in ("local", None)
+    if any(
+        verdicts.gates(r.verdict, r.level, strict=strict, certify=certify)
+        and not (certify and foreign and summary.private_only(r))
+        for r in rows
+    ):
         return 1
+    if any(r.verdict == "error" for r in rows):
+        return 3
     return 0 if pytest_rc == 0 else 3
 
 
@@ -169,6 +181,7 @@ def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path,
         f"--lwsc-run-id={run_id}",
         f"--lwsc-report-dir={out}",
         f"--lwsc-profile={args.profile}",
+        f"--lwsc-mode={'certify' if getattr(args, 'certify', False) else 'standard'}",
         *(f"--lwsc-set={kv}" for kv in args.set),
         *(extra or []),
         f"--junitxml={out / 'junit_01.xml'}",
@@ -201,6 +214,8 @@ def _existing_kubeconfig(args: argparse.Namespace, run_id: str) -> Path:
 def cmd_run(args: argparse.Namespace) -> int:
     """The main job: bring up (or reuse, or adopt) a cluster, run the suites, write reports/."""
     provider = _provider(args)
+    if args.certify and (args.focus or args.skip or args.pytest_args):
+        raise UserError("--certify runs every requirement: drop --focus/--skip and extra pytest arguments")
     if args.dry_run:
         cmd = [sys.executable, "-m", "pytest", str(PROJECT / "suites"), "--collect-only", "-q", *_selection(args)]
         return subprocess.call(cmd, cwd=PROJECT)
@@ -246,7 +261,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 cluster.down()
     if (out / "results.json").is_file():
         render.render(out, bincache.cache_root() / "node")
-    code = _exit_code(rc, out)
+    code = _exit_code(rc, out, strict=args.strict, certify=args.certify)
     _progress(f"done: {out / 'summary.md'} (exit {code})")
     return code
 
@@ -349,7 +364,9 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     m = matrix.run(plan, run_cell, out, _progress)
     print(matrix.render_md(m), end="")
     _progress(f"matrix: {out / 'matrix.md'}, {out / 'matrix.json'}")
-    return 3 if any(c.note for c in m.columns) else 0
+    if any(c.note for c in m.columns) or any(c.exit_code == 3 for c in m.columns):
+        return 3
+    return 1 if any(c.exit_code for c in m.columns) else 0
 
 
 def _tee(cmd: list[str], log: Path) -> int:
@@ -413,6 +430,17 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--reports", default=str(PROJECT / "reports"))
     run.add_argument("-n", "--workers", default="2", help="pytest-xdist workers (default 2)")
     run.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
+    run.add_argument(
+        "--certify",
+        action="store_true",
+        help="certification run: every requirement (no --focus/--skip); a MUST that failed, errored or did not "
+        "run fails it; records the harness version and commit",
+    )
+    run.add_argument(
+        "--strict",
+        action="store_true",
+        help="also fail when a listed deterministic known deviation no longer reproduces (deviation-fixed?)",
+    )
     _cluster_args(run)
     run.add_argument(
         "--allow-destructive",

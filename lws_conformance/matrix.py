@@ -55,7 +55,7 @@ class Column:
 @dataclass
 class Row:
     id: str
-    must: str
+    statement: str
     since: dict[str, str]
     verdicts: dict[str, str]  # column label -> verdict
     details: dict[str, str]
@@ -158,7 +158,7 @@ def junit_messages(junit: Path) -> dict[str, str]:
 
 def build(columns: list[Column], catalogue: dict[str, dict[str, Any]] | None = None, all_rows: bool = False) -> Matrix:
     """Requirement x column. Rows where every column says not-run (deselected) are dropped unless
-    `all_rows`; `catalogue` (id -> {must, since}) fills the text, else the summaries' own."""
+    `all_rows`; `catalogue` (id -> {statement, since}) fills the text, else the summaries' own."""
     ids: set[str] = set()
     for c in columns:
         ids |= set(c.verdicts)
@@ -171,7 +171,7 @@ def build(columns: list[Column], catalogue: dict[str, dict[str, Any]] | None = N
         rows.append(
             Row(
                 rid,
-                str(meta.get("must", "")),
+                str(meta.get("statement", "")),
                 dict(meta.get("since", {})),
                 verdicts,
                 {c.label: c.details[rid] for c in columns if rid in c.details},
@@ -181,7 +181,7 @@ def build(columns: list[Column], catalogue: dict[str, dict[str, Any]] | None = N
 
 
 def catalogue_from_summaries(run_dirs: list[Path]) -> dict[str, dict[str, Any]]:
-    """id -> {must, since} as recorded in the summaries (the catalogue of the run, not of today)."""
+    """id -> {statement, since} as recorded in the summaries (the catalogue of the run, not of today)."""
     out: dict[str, dict[str, Any]] = {}
     for d in run_dirs:
         try:
@@ -189,7 +189,7 @@ def catalogue_from_summaries(run_dirs: list[Path]) -> dict[str, dict[str, Any]]:
         except (OSError, ValueError):
             continue
         for req in doc.get("requirements") or []:
-            out.setdefault(req["id"], {"must": req.get("must", ""), "since": req.get("since", {})})
+            out.setdefault(req["id"], {"statement": req.get("statement", ""), "since": req.get("since", {})})
     return out
 
 
@@ -210,7 +210,7 @@ def render_md(m: Matrix) -> str:
     if not diff:
         lines.append("None: every selected requirement has the same verdict in every column.")
     for r in diff:
-        lines.append(f"- **{r.id}** ({r.must or 'no MUST text recorded'})")
+        lines.append(f"- **{r.id}** ({r.statement or 'no statement recorded'})")
         for lb in labels:
             why = r.details.get(lb, "")
             lines.append(f"  - {lb}: {r.verdicts[lb]}" + (f" — {why}" if why else ""))

@@ -23,7 +23,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from . import catalogue
+from . import claims, provenance
 from .errors import LwscError, UserError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
@@ -53,6 +53,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--lwsc-run-id", help="run id (namespaces and reports are named from it)")
     g.addoption("--lwsc-keep", action="store_true", help="leave an on-demand local cluster up")
     g.addoption("--lwsc-report-dir", help="write summary.json / summary.md (per-requirement verdicts) here")
+    g.addoption(
+        "--lwsc-requirements-out",
+        help="after collection, write {test node id: [requirement ids]} as JSON to this file",
+    )
+    g.addoption(
+        "--lwsc-mode",
+        default="standard",
+        choices=("standard", "certify"),
+        help="recorded in summary.json (lwsc run --certify)",
+    )
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -60,6 +70,8 @@ def _is_worker(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.has_plugin("lwsc-claims"):
+        config.pluginmanager.register(claims, "lwsc-claims")
     if _is_worker(config):
         config._lwsc_run_id = config.workerinput["lwsc_run_id"]  # type: ignore[attr-defined]
     else:
@@ -200,21 +212,10 @@ def unique(request: pytest.FixtureRequest, run_id: str) -> str:
 
 @pytest.fixture(autouse=True)
 def _requirement_gate(request: pytest.FixtureRequest) -> None:
-    """Tag the test with its requirement ids; skip it as not-applicable on older versions."""
-    marks = list(request.node.iter_markers("requirement"))
-    if not marks:
-        return
-    reqs = catalogue.default()
-    ids = [m.args[0] for m in marks]
-    for rid in ids:
-        if rid not in reqs:
-            pytest.fail(f"test names requirement {rid}, which is not in {catalogue.CATALOGUE}", pytrace=False)
-        request.node.user_properties.append(("requirement", rid))
-    handle: ClusterHandle = request.getfixturevalue("lwsc_cluster")
-    for rid in ids:
-        reason = catalogue.not_applicable(reqs[rid], handle.versions)
-        if reason:
-            pytest.skip(f"not-applicable: {rid} {reason}")
+    """Gate the test's requirements on the installed versions (`claims.gate`)."""
+    if claims.requirement_ids(request.node):
+        handle: ClusterHandle = request.getfixturevalue("lwsc_cluster")
+        claims.gate(request.node, handle.versions)
 
 
 @pytest.fixture
@@ -223,39 +224,20 @@ def scenario(k8s: client.ApiClient, lwsc_cluster: ClusterHandle, namespace: str,
     return Scenario(k8s, lwsc_cluster, namespace, objects)
 
 
-def _outcome(report: pytest.TestReport) -> tuple[str, str] | None:
-    """(outcome, detail) for the phase that decides a test's result, else None."""
-    if hasattr(report, "wasxfail"):
-        if report.skipped:
-            return "xfail", str(report.wasxfail)
-        if report.passed and report.when == "call":
-            return "xpass", str(report.wasxfail)
-    if report.failed:
-        crash = getattr(report.longrepr, "reprcrash", None)
-        detail = f"{crash.message}\n\n{report.longreprtext}" if crash else report.longreprtext
-        return ("failed" if report.when == "call" else "error"), detail[:2000]
-    if report.skipped:
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        return "skipped", str(reason).removeprefix("Skipped: ")
-    if report.when == "call":
-        return "passed", ""
-    return None
-
-
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Collect results in the controller (xdist forwards workers' reports here); the worst
-    phase decides (a teardown error fails a test whose call passed)."""
-    reqs = [str(v) for k, v in report.user_properties if k == "requirement"]
-    outcome = _outcome(report)
-    if not reqs or outcome is None:
+    """Collect per-requirement verdicts in the controller (xdist forwards workers' reports here);
+    over a test's phases the worst verdict of each requirement stands (a teardown error
+    counts against a test whose call passed)."""
+    ran_on, found = claims.read_verdicts(report.user_properties)
+    if not found:
         return
-    res = _RESULTS.setdefault(report.nodeid, summary.TestResult(report.nodeid, outcome[0], 0.0, reqs, outcome[1]))
+    res = _RESULTS.setdefault(report.nodeid, summary.TestResult(report.nodeid, 0.0, ran_on=ran_on))
     res.duration += report.duration
-    if _RANK[outcome[0]] > _RANK[res.outcome]:
-        res.outcome, res.detail = outcome
+    res.ran_on = res.ran_on or ran_on
+    for rid, outcome in found.items():
+        res.merge(rid, outcome)
 
 
-_RANK = {"passed": 0, "skipped": 1, "xfail": 2, "xpass": 3, "error": 4, "failed": 5}
 _RESULTS: dict[str, summary.TestResult] = {}
 
 
@@ -271,13 +253,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         "versions": handle.versions if handle else {},
         "provider": handle.provider if handle else "unknown",
         "profile": session.config.getoption("--lwsc-profile"),
+        "mode": session.config.getoption("--lwsc-mode"),
+        "harness": provenance.harness(),
         "started": _STARTED.get("at", ""),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     run_dir = Path(out)
     render.save_results(run_dir, list(_RESULTS.values()), meta)
-    rows = summary.build(catalogue.default(), list(_RESULTS.values()))
-    summary.write(run_dir, rows, meta)
     allure_dir = session.config.getoption("--alluredir", None)
     if allure_dir:
         evidence.write_allure_metadata(Path(allure_dir), meta["versions"], meta["provider"], meta["profile"])
@@ -320,17 +302,22 @@ def private_scenario(private_cluster: LocalCluster, run_id: str, request: pytest
     api = api_client(handle.kubeconfig)
     name = _create_namespace(api, run_id, request.node.nodeid)
     objects = Objects(api, run_id, name)
+    request.node.stash[claims.RAN_ON] = claims.PRIVATE
     yield Scenario(api, handle, name, objects)
     objects.delete_created()
     _delete_namespace(api, name)
     api.close()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Requirement ids become keywords, so `-k LWS-NAME` (and `lwsc run --focus`) selects them."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Requirement ids become keywords, so `-k LWS-NAME` (and `lwsc run --focus`) selects them;
+    `--lwsc-requirements-out` writes which test proves which requirements."""
     for item in items:
-        for mark in item.iter_markers("requirement"):
-            item.extra_keyword_matches.add(str(mark.args[0]))
+        for rid in claims.requirement_ids(item):
+            item.extra_keyword_matches.add(rid)
+    out = config.getoption("--lwsc-requirements-out")
+    if out and not _is_worker(config):
+        Path(out).write_text(json.dumps({i.nodeid: claims.requirement_ids(i) for i in items}, indent=1))
 
 
 @pytest.hookimpl(wrapper=True)

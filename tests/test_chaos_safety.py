@@ -128,6 +128,18 @@ def test_node_faults_refuse_nodes_the_harness_did_not_create(fake: Any) -> None:
     assert _mutations(core) == []
 
 
+def test_node_faults_refuse_the_shared_cluster(fake: Any) -> None:
+    """A harness node on a cluster that is neither private-* nor named disposable: refused before
+    anything is touched (CFG's kubeconfig is no local lwsc cluster at all)."""
+    node = {"metadata": {"name": "gpu-1", "labels": {MANAGED_LABEL: "true"}}}
+    core = fake(FakeCore({}, nodes=[node]))
+    with pytest.raises(safety.ChaosRefused, match="not a local lwsc cluster"):
+        actions.fail_nodes("x=y", 1, configuration=CFG)
+    with pytest.raises(safety.ChaosRefused, match="not a local lwsc cluster"):
+        actions.restore_node("gpu-1", configuration=CFG)
+    assert _mutations(core) == []
+
+
 def test_process_faults_only_on_private_or_named_clusters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LWSC_STATE_DIR", str(tmp_path))
     for name in ("default", "private-r1-gw0", "mine"):

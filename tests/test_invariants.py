@@ -455,7 +455,7 @@ def test_verify_names_event_time_objects_and_paths(tmp_path: Path) -> None:
     assert "invariant 'group-count-bound' violated at event #" in msg and "t=" in msg and "Pod/l-2" in msg
     assert str(tmp_path / "case_x_.timeline.json") in msg and str(tmp_path / "case_x_.svg") in msg
     assert (tmp_path / "case_x_.svg").read_text().startswith("<svg")
-    verify(tl, tmp_path, "skipped", skip=["group-count-bound", "completion", "availability-bound"])
+    verify(tl, tmp_path, "chosen", only=["update-order", "conditions"])
 
 
 def test_verify_refuses_an_incomplete_recording(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from lws_conformance.errors import UserError
 def summary(run_dir: Path, versions: dict[str, str], verdicts: dict[str, tuple[str, str]]) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     reqs: list[dict[str, Any]] = [
-        {"id": rid, "verdict": v, "detail": d, "must": f"{rid} MUST hold.", "since": {"lws": "v0.6.0"}}
+        {"id": rid, "verdict": v, "detail": d, "statement": f"{rid} MUST hold.", "since": {"lws": "v0.6.0"}}
         for rid, (v, d) in verdicts.items()
     ]
     totals: dict[str, int] = {}
@@ -72,7 +72,7 @@ def test_table_marks_differences_and_drops_unselected_rows(tmp_path: Path) -> No
     assert [r.id for r in m.differing()] == ["LWS-VALID-012"]
     row = m.rows[1]
     assert row.verdicts == {"lws v0.8.0 kueue v0.17.0": "not-applicable", "lws v0.9.0 kueue v0.17.0": "failed"}
-    assert row.must == "LWS-VALID-012 MUST hold." and row.since == {"lws": "v0.6.0"}
+    assert row.statement == "LWS-VALID-012 MUST hold." and row.since == {"lws": "v0.6.0"}
     md = (tmp_path / "matrix.md").read_text()
     assert "| LWS-VALID-012 ⚠ | lws v0.6.0 | **not-applicable** | **failed** |" in md
     assert "| LWS-NAME-001 | lws v0.6.0 | passed | passed |" in md

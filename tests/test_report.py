@@ -14,26 +14,22 @@ REQS = {
     "LWS-B-001": Requirement("LWS-B-001", "b", "B MUST hold.", {"lws": "v0.10.0"}, ("t::b",)),
     "KUEUE-GANG-001": Requirement("KUEUE-GANG-001", "gang", "Gang MUST hold.", {"kueue": "v0.9.0"}, ("t::g",)),
     "LWS-C-001": Requirement("LWS-C-001", "c", "C MUST hold.", {"lws": "v0.1.0"}, ("t::c",)),
+    "LWS-D-001": Requirement("LWS-D-001", "d", "D SHOULD hold.", {"lws": "v0.1.0"}, ("t::d",), level="SHOULD"),
 }
 
 
-def test_verdicts_take_the_worst_test_and_keep_the_reason() -> None:
-    assert summary.verdict([]) == ("not-run", "")
-    assert summary.verdict([TestResult("x", "passed", 1, ["R"]), TestResult("y", "failed", 1, ["R"], "boom")]) == (
-        "failed",
-        "boom",
-    )
-    assert summary.verdict([TestResult("x", "xfail", 1, ["R"], "lws#917")])[0] == "xfail"
-    # non-strict xfail that passed: the race did not reproduce, the requirement held
-    assert summary.verdict([TestResult("x", "xpass", 1, ["R"], "lws#998")])[0] == "passed"
-    assert summary.verdict([TestResult("x", "skipped", 0, ["R"], "not-applicable: too old")])[0] == "not-applicable"
+def _result(nodeid: str, duration: float, ran_on: str = "", **outcomes: tuple[str, str]) -> TestResult:
+    return TestResult(nodeid, duration, {k.replace("_", "-"): {"verdict": v, "detail": d, "deviation": ""}
+                                         for k, (v, d) in outcomes.items()}, ran_on)
 
 
 def run_dir(tmp_path: Path) -> Path:
     results = [
-        TestResult("t::a", "passed", 1.5, ["LWS-A-001"]),
-        TestResult("t::b", "skipped", 0.0, ["LWS-B-001"], "not-applicable: requires lws >= v0.10.0"),
-        TestResult("t::g", "failed", 2.0, ["KUEUE-GANG-001"], "AssertionError: group 1 leaked"),
+        _result("t::a", 1.5, LWS_A_001=("passed", "")),
+        _result("t::b", 0.0, LWS_B_001=("not-applicable", "requires lws >= v0.10.0")),
+        _result("t::g", 2.0, KUEUE_GANG_001=("failed", "AssertionError: group 1 leaked")),
+        _result("t::d", 1.0, "private local cluster", LWS_D_001=("warning", "window seen")),
+        _result("t::d2", 1.0, LWS_D_001=("not-run", "skipped: no capability")),
     ]
     out = tmp_path / "run"
     render.save_results(out, results, {"run_id": "r1", "versions": {"lws": "v0.9.0", "kueue": "v0.17.0"}})
@@ -42,17 +38,22 @@ def run_dir(tmp_path: Path) -> Path:
     return out
 
 
-def test_summary_has_one_row_per_requirement_with_totals(tmp_path: Path) -> None:
+def test_summary_has_one_row_per_requirement_with_levels_and_where_it_ran(tmp_path: Path) -> None:
     out = run_dir(tmp_path)
-    rows = summary.build(REQS, [TestResult(**r) for r in json.loads((out / "results.json").read_text())["results"]])
-    by_id = {r.id: r.verdict for r in rows}
-    assert by_id == {
+    raw = json.loads((out / "results.json").read_text())["results"]
+    rows = {r.id: r for r in summary.build(REQS, [TestResult(**r) for r in raw])}
+    assert {k: r.verdict for k, r in rows.items()} == {
         "LWS-A-001": "passed",
         "LWS-B-001": "not-applicable",
         "KUEUE-GANG-001": "failed",
         "LWS-C-001": "not-run",
+        "LWS-D-001": "warning",
     }
-    assert summary.totals(rows) == {"failed": 1, "xfail": 0, "passed": 1, "not-applicable": 1, "not-run": 1}
+    assert rows["LWS-D-001"].level == "SHOULD" and rows["LWS-D-001"].ran_on == ["private local cluster"]
+    assert [t["verdict"] for t in rows["LWS-D-001"].tests] == ["warning", "not-run"]  # the skip stays visible
+    assert summary.private_only(rows["LWS-D-001"]) and not summary.private_only(rows["LWS-A-001"])
+    assert rows["LWS-A-001"].ran_on == ["local cluster under test"]
+    assert summary.levels(list(rows.values()))["SHOULD"] == {"warning": 1}
 
 
 def test_html_fallback_shows_requirements_and_inlines_timelines(tmp_path: Path) -> None:
@@ -66,7 +67,9 @@ def test_html_fallback_shows_requirements_and_inlines_timelines(tmp_path: Path) 
                 "id": "LWS-A-001",
                 "verdict": "passed",
                 "since": {"lws": "v0.1.0"},
-                "must": "A MUST hold.",
+                "level": "MUST",
+                "statement": "A MUST hold.",
+                "sources": [{"kind": "api", "url": "https://github.com/x/y/blob/v1/a.go#L1", "quote": "q"}],
                 "duration": 1.5,
                 "detail": "",
             }
@@ -74,12 +77,13 @@ def test_html_fallback_shows_requirements_and_inlines_timelines(tmp_path: Path) 
     }
     page = html.fallback(out, doc).read_text()
     assert "id='requirements'" in page and "LWS-A-001" in page and "<svg" in page
+    assert "href='https://github.com/x/y/blob/v1/a.go#L1'" in page and "<td>MUST</td>" in page
 
 
 def test_product_yaml_maps_gang_requirements_to_kar_0053() -> None:
     doc = {
         "versions": {"kubernetes": "v1.36.3", "kueue": "v0.17.0", "lws": "v0.9.0"},
-        "requirements": [{"id": "KUEUE-GANG-001", "verdict": "passed", "must": "Gang MUST hold."}],
+        "requirements": [{"id": "KUEUE-GANG-001", "verdict": "passed", "statement": "Gang MUST hold."}],
     }
     text = evidence.product_yaml(doc)
     assert "KAR-0053" in text and "status: passed" in text and "kubernetes_version: v1.36.3" in text

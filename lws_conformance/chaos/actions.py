@@ -29,6 +29,7 @@ from typing import Any
 from kubernetes import client
 
 from ..k8s.client import api_client, to_dict
+from ..k8s.objects import RUN_LABEL
 from ..k8s.wait import wait_for
 from ..providers import process
 from ..providers.local import LocalCluster
@@ -254,6 +255,7 @@ def fail_nodes(
             raise safety.ChaosRefused(f"no node matches {selector!r}")
         if dry_run:
             return [{"name": n["metadata"]["name"]} for n in chosen]
+        _disposable(configuration)  # a node fault disturbs every test on the cluster
         out: list[Obj] = []
         try:
             for n in chosen:
@@ -287,6 +289,11 @@ def fail_nodes(
         return out
     finally:
         api.close()
+
+
+def _disposable(configuration: Configuration) -> None:
+    """Node faults, like process faults, only on a private-* or explicitly disposable local cluster."""
+    safety.local_cluster(kubeconfig_of(configuration), (configuration or {}).get("lwsc_disposable_cluster"))
 
 
 def _reregister(api: client.ApiClient, core: client.CoreV1Api, node: Obj, kwok: bool) -> None:
@@ -339,11 +346,13 @@ def restore_node(
     """Bring a failed node back: kwok manages it again (heartbeat, Ready), its extended-resource
     capacity is re-asserted (a re-registering kubelet may zero it), and its pods are reported
     Ready again, as a returning kubelet would (kwok's stages only ready Pending pods)."""
+    _disposable(configuration)
     api = api_client(kubeconfig_of(configuration))
     core = client.CoreV1Api(api)
     try:
         node = to_dict(api, core.read_node(name))
         safety.check_nodes([node])
+        ours = {n.metadata.name for n in core.list_namespace(label_selector=RUN_LABEL).items if n.metadata}
         if not (node["metadata"].get("annotations") or {}).get(KWOK_ANNOTATION[0]):
             for key, value in (("capacity", capacity), ("allocatable", allocatable)):
                 if value:
@@ -370,6 +379,8 @@ def restore_node(
         for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}").items:
             pod = to_dict(api, p)
             st = pod.get("status") or {}
+            if pod["metadata"]["namespace"] not in ours:  # never another user's pods
+                continue
             if pod["metadata"].get("deletionTimestamp") or st.get("phase") != "Running":
                 continue
             conds = st.get("conditions") or []

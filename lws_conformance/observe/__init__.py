@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import allure
@@ -23,13 +24,16 @@ from .recorder import Recorder, Source, record, sources
 from .timeline import Event, Timeline
 
 __all__ = [
+    "Checked",
     "Event",
     "Recorder",
     "Source",
     "Timeline",
     "Violation",
     "artifact_dir",
+    "check",
     "check_all",
+    "describe",
     "invariants",
     "picture",
     "record",
@@ -45,6 +49,44 @@ def artifact_dir(default: Path) -> Path:
     return Path(env) if env else default
 
 
+@dataclass(frozen=True)
+class Checked:
+    """A saved recording and its invariant violations (earliest first)."""
+
+    events: list[Event]
+    violations: list[Violation]
+    paths: str  # "timeline: …\npicture: …", for failure messages
+
+    def of(self, names: Sequence[str]) -> list[Violation]:
+        return [v for v in self.violations if v.invariant in names]
+
+
+def check(tl: Timeline, where: Path, name: str, *, lws: str | None = None, final: bool = True) -> Checked:
+    """Save `tl` as <where>/<name>.timeline.json and .svg (the first violation highlighted) and
+    check every invariant; AssertionError if the recording is incomplete (nothing can be said)."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:120]
+    events = tl.ordered()
+    complete = tl.complete and not tl.gaps
+    violations = check_all(events, lws, final=final) if complete else []
+    json_path = tl.save(where / f"{stem}.timeline.json")
+    svg_path = picture.save(where / f"{stem}.svg", events, violations[0] if violations else None, lws)
+    allure.attach.file(str(svg_path), f"timeline {name}", allure.attachment_type.SVG)
+    allure.attach.file(str(json_path), f"timeline {name} (JSON)", allure.attachment_type.JSON)
+    paths = f"timeline: {json_path}\npicture: {svg_path}"
+    if not complete:
+        why = tl.sync_error or "recorder did not finish its final sync"
+        gaps = f"; re-listed (events possibly missed) at {tl.gaps}" if tl.gaps else ""
+        raise AssertionError(f"recording of {tl.namespace} is incomplete, invariants not checked: {why}{gaps}\n{paths}")
+    return Checked(events, violations, paths)
+
+
+def describe(violations: Sequence[Violation], paths: str) -> str:
+    """The failure message: the first violation, the others, and where the evidence is."""
+    first, *rest = violations
+    more = "".join(f"\n  also: {v.describe()}" for v in rest)
+    return f"{first.describe()}{more}\n{paths}"
+
+
 def verify(
     tl: Timeline,
     where: Path,
@@ -53,27 +95,11 @@ def verify(
     lws: str | None = None,
     final: bool = True,
     only: Sequence[str] | None = None,
-    skip: Sequence[str] = (),
 ) -> list[Event]:
-    """Save `tl` as <where>/<name>.timeline.json and .svg, then fail on an incomplete recording
-    or on any invariant violation (the message names the event, time, objects and invariant and
-    points at both files). `only`/`skip` choose invariants by name (`invariants.ALL`); a test that
-    skips one must say which other test asserts it. Returns the ordered events."""
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:120]
-    events = tl.ordered()
-    names = [n for n in (only if only is not None else list(invariants.ALL)) if n not in skip]
-    violations = check_all(events, lws, final=final, only=names) if tl.complete and not tl.gaps else []
-    first = violations[0] if violations else None
-    json_path = tl.save(where / f"{stem}.timeline.json")
-    svg_path = picture.save(where / f"{stem}.svg", events, first, lws)
-    allure.attach.file(str(svg_path), f"timeline {name}", allure.attachment_type.SVG)
-    allure.attach.file(str(json_path), f"timeline {name} (JSON)", allure.attachment_type.JSON)
-    paths = f"timeline: {json_path}\npicture: {svg_path}"
-    if not tl.complete or tl.gaps:
-        why = tl.sync_error or "recorder did not finish its final sync"
-        gaps = f"; re-listed (events possibly missed) at {tl.gaps}" if tl.gaps else ""
-        raise AssertionError(f"recording of {tl.namespace} is incomplete, invariants not checked: {why}{gaps}\n{paths}")
-    if first:
-        more = "".join(f"\n  also: {v.describe()}" for v in violations[1:])
-        raise AssertionError(f"{first.describe()}{more}\n{paths}")
-    return events
+    """`check`, then fail on any violation of the invariants named in `only` (default: all).
+    Returns the ordered events."""
+    checked = check(tl, where, name, lws=lws, final=final)
+    found = checked.of(only) if only is not None else checked.violations
+    if found:
+        raise AssertionError(describe(found, checked.paths))
+    return checked.events

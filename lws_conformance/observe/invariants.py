@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .timeline import GROUP_INDEX, NAME, REPLICAS, REVISION, SIZE, WORKER_INDEX, Event, Obj
@@ -559,21 +559,30 @@ def conditions(events: Sequence[Event], lws: str | None = None) -> Violation | N
 
 def condition_pairing(events: Sequence[Event], lws: str | None = None) -> Violation | None:
     """§4.5: "updated < current: UpdateInProgress=True and Progressing=True" -- every status the
-    controller writes with UpdateInProgress=True also has Progressing=True."""
+    controller writes with UpdateInProgress=True also has Progressing=True. The violation says
+    for how many consecutive status writes the pairing was missing, and whether a later status
+    paired them (LWS v0.9.0 misses it for exactly one write: the `||` in setConditions)."""
     name = "condition-pairing"
+    first: Violation | None = None
+    lasted = 0
     for st in replay(events, lws):
         ev = st.event
         assert ev is not None
         if ev.kind != "LeaderWorkerSet" or ev.type == "DELETED" or st.lws is None or not _status_current(st.lws):
             continue
-        if _cond(st.lws, "UpdateInProgress") == "True" and _cond(st.lws, "Progressing") != "True":
+        unpaired = _cond(st.lws, "UpdateInProgress") == "True" and _cond(st.lws, "Progressing") != "True"
+        if first is None and unpaired:
             conds = (st.lws.get("status") or {}).get("conditions")
-            return _violation(
-                name,
-                st,
-                f"UpdateInProgress=True without Progressing=True: {conds}",
-                [f"LeaderWorkerSet/{st.lws['name']}"],
-            )
+            ref = [f"LeaderWorkerSet/{st.lws['name']}"]
+            first = _violation(name, st, f"UpdateInProgress=True without Progressing=True: {conds}", ref)
+        if first is not None:
+            if unpaired:
+                lasted += 1
+                continue
+            how = f"then paired at seq {ev.seq}" if _cond(st.lws, "UpdateInProgress") == "True" else "then ended"
+            return replace(first, message=f"{first.message}; lasted {lasted} status write(s), {how}")
+    if first is not None:
+        return replace(first, message=f"{first.message}; lasted {lasted} status write(s), never paired")
     return None
 
 

@@ -12,18 +12,26 @@ from . import evidence, html, summary
 
 
 def save_results(run_dir: Path, results: list[summary.TestResult], meta: dict[str, Any]) -> None:
+    """results.json (what each test recorded) and the per-requirement summary from it."""
     run_dir.mkdir(parents=True, exist_ok=True)
     doc = {**meta, "results": [asdict(r) for r in results]}
     (run_dir / "results.json").write_text(json.dumps(doc, indent=2))
+    summarize(run_dir)
+
+
+def summarize(run_dir: Path) -> dict[str, Any]:
+    """summary.json/md from results.json (with today's catalogue)."""
+    raw = json.loads((run_dir / "results.json").read_text())
+    results = [summary.TestResult(**r) for r in raw.pop("results")]
+    rows = summary.build(catalogue.default(), results, str(raw.get("provider", "local")))
+    summary.write(run_dir, rows, raw)
+    doc: dict[str, Any] = json.loads((run_dir / "summary.json").read_text())
+    return doc
 
 
 def render(run_dir: Path, tools_dir: Path | None = None) -> dict[str, Any]:
     """summary.json/md, PRODUCT.yaml, index.html (and Allure HTML when Node is present)."""
-    raw = json.loads((run_dir / "results.json").read_text())
-    results = [summary.TestResult(**r) for r in raw.pop("results")]
-    rows = summary.build(catalogue.default(), results)
-    summary.write(run_dir, rows, raw)
-    doc: dict[str, Any] = json.loads((run_dir / "summary.json").read_text())
+    doc = summarize(run_dir)
     (run_dir / "PRODUCT.yaml").write_text(evidence.product_yaml(doc))
     html.fallback(run_dir, doc)
     if tools_dir is not None:

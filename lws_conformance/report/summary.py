@@ -1,9 +1,10 @@
-"""Per-requirement verdicts from per-test results (pure; the plugin collects, this decides).
+"""Per-requirement verdicts from per-test outcomes (pure; the plugin collects, this decides).
 
-A requirement's verdict: failed if any proving test failed or errored (including a strict xfail
-that passed); xfail if its tests are expected failures (a known upstream bug, named);
-not-applicable if gated off by version; passed if every proving test passed (a non-strict xfail
-that passed counts as passed); not-run if none of its tests ran (deselected or not collected).
+Each test records, for every requirement it proves, an outcome already classified in the worker
+(`lws_conformance.verdicts`: known deviations matched by symptom, SHOULD failures as warnings).
+A requirement's row combines its tests' outcomes (`verdicts.combine`), and says where each test
+ran: a test that needed a private local cluster (a controller killed, a node failed) is evidence
+about LWS/Kueue, never about a kind or existing cluster under test.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import verdicts
 from ..catalogue import Requirement
 
-ORDER = ("failed", "xfail", "passed", "not-applicable", "not-run")
+ORDER = verdicts.ORDER
 
 
 @dataclass
@@ -23,72 +25,88 @@ class TestResult:
     __test__ = False  # not a pytest test class, despite the name
 
     nodeid: str
-    outcome: str  # passed | failed | skipped | xfail | xpass | error
     duration: float
-    requirements: list[str]
-    detail: str = ""
+    outcomes: dict[str, dict[str, str]] = field(default_factory=dict)  # requirement -> Outcome.to_dict()
+    ran_on: str = ""  # "" = the cluster under test; else e.g. "private local cluster"
+
+    def merge(self, rid: str, outcome: verdicts.Outcome) -> None:
+        """Keep the worst outcome of `rid` over the test's phases."""
+        have = self.outcomes.get(rid)
+        if have is None or ORDER.index(outcome.verdict) < ORDER.index(have["verdict"]):
+            self.outcomes[rid] = outcome.to_dict()
 
 
 @dataclass
 class Row:
     id: str
     area: str
-    must: str
+    level: str
+    statement: str
     since: dict[str, str]
+    sources: list[dict[str, str]]
     verdict: str
     duration: float
-    tests: list[str] = field(default_factory=list)
+    tests: list[dict[str, str]] = field(default_factory=list)  # nodeid, verdict, ran_on
     detail: str = ""
+    deviation: str = ""
+    ran_on: list[str] = field(default_factory=list)
 
 
-def verdict(results: list[TestResult]) -> tuple[str, str]:
-    if not results:
-        return "not-run", ""
-    outcomes = {r.outcome for r in results}
-    # A strict xfail that passes is reported failed by pytest itself; "xpass" here is a
-    # non-strict one (a race that did not reproduce this time), which proves the requirement.
-    for bad in ("failed", "error"):
-        if bad in outcomes:
-            return "failed", next(r.detail for r in results if r.outcome == bad)
-    if "xfail" in outcomes:
-        return "xfail", next(r.detail for r in results if r.outcome == "xfail")
-    if outcomes == {"skipped"}:
-        detail = results[0].detail
-        return ("not-applicable" if detail.startswith("not-applicable") else "not-run"), detail
-    return "passed", ""
-
-
-def build(reqs: dict[str, Requirement], results: list[TestResult]) -> list[Row]:
-    by_req: dict[str, list[TestResult]] = {}
+def build(reqs: dict[str, Requirement], results: list[TestResult], provider: str = "local") -> list[Row]:
+    by_req: dict[str, list[tuple[TestResult, verdicts.Outcome]]] = {}
     for r in results:
-        for rid in r.requirements:
-            by_req.setdefault(rid, []).append(r)
+        for rid, o in r.outcomes.items():
+            by_req.setdefault(rid, []).append((r, verdicts.Outcome(**o)))
     rows = []
     for rid, req in sorted(reqs.items()):
         mine = by_req.get(rid, [])
-        v, detail = verdict(mine)
+        combined = verdicts.combine([o for _r, o in mine])
+        where = sorted({r.ran_on or f"{provider} cluster under test" for r, o in mine if o.verdict != "not-run"})
         rows.append(
             Row(
-                rid,
-                req.area,
-                req.must,
-                req.since,
-                v,
-                round(sum(r.duration for r in mine), 2),
-                [r.nodeid for r in mine],
-                detail[:500],
+                id=rid,
+                area=req.area,
+                level=req.level,
+                statement=req.statement,
+                since=req.since,
+                sources=[asdict(s) for s in req.sources],
+                verdict=combined.verdict,
+                duration=round(sum(r.duration for r, _o in mine), 2),
+                tests=[{"nodeid": r.nodeid, "verdict": o.verdict, "ran_on": r.ran_on} for r, o in mine],
+                detail=combined.detail[:1500],
+                deviation=combined.deviation,
+                ran_on=where,
             )
         )
     return rows
+
+
+def private_only(row: Row) -> bool:
+    """Every test of the row that ran did so on a private local cluster."""
+    ran = [t for t in row.tests if t["verdict"] != "not-run"]
+    return bool(ran) and all(t["ran_on"] == verdicts.PRIVATE for t in ran)
 
 
 def totals(rows: list[Row]) -> dict[str, int]:
     return {v: sum(1 for r in rows if r.verdict == v) for v in ORDER}
 
 
+def levels(rows: list[Row]) -> dict[str, dict[str, int]]:
+    """Per level, the count of each verdict (a release manager reads the MUST line)."""
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        out.setdefault(r.level, {}).setdefault(r.verdict, 0)
+        out[r.level][r.verdict] += 1
+    return out
+
+
+def _source_md(s: dict[str, str]) -> str:
+    return f"[{s['kind']}]({s['url']})"
+
+
 def write(out: Path, rows: list[Row], meta: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    doc = {**meta, "totals": totals(rows), "requirements": [asdict(r) for r in rows]}
+    doc = {**meta, "totals": totals(rows), "levels": levels(rows), "requirements": [asdict(r) for r in rows]}
     (out / "summary.json").write_text(json.dumps(doc, indent=2))
     lines = [
         f"# lws-conformance run {meta.get('run_id', '')}",
@@ -97,13 +115,17 @@ def write(out: Path, rows: list[Row], meta: dict[str, Any]) -> None:
         "|---|---|",
         *[f"| {k} | {v} |" for k, v in sorted(meta.get("versions", {}).items())],
         "",
-        "Totals: " + ", ".join(f"{v} {n}" for v, n in totals(rows).items()),
+        *[f"{lv}: " + ", ".join(f"{v} {n}" for v, n in sorted(c.items())) for lv, c in sorted(levels(rows).items())],
         "",
-        "| requirement | verdict | since | MUST | duration (s) |",
-        "|---|---|---|---|---|",
+        "| requirement | level | verdict | since | statement | sources | ran on | seconds |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for r in sorted(rows, key=lambda r: (ORDER.index(r.verdict), r.id)):
+    for r in sorted(rows, key=lambda r: (ORDER.index(r.verdict), r.level, r.id)):
         since = ", ".join(f"{k} {v}" for k, v in r.since.items())
-        note = f" — {r.detail.splitlines()[0][:160]}" if r.detail and r.verdict != "passed" else ""
-        lines.append(f"| {r.id} | **{r.verdict}**{note} | {since} | {r.must} | {r.duration} |")
+        note = f" — {r.detail.splitlines()[0][:200]}" if r.detail and r.verdict != "passed" else ""
+        sources = " ".join(_source_md(s) for s in r.sources)
+        lines.append(
+            f"| {r.id} | {r.level} | **{r.verdict}**{note} | {since} | {r.statement} | {sources} | "
+            f"{', '.join(r.ran_on)} | {r.duration} |"
+        )
     (out / "summary.md").write_text("\n".join(lines) + "\n")

@@ -11,16 +11,21 @@ one xdist worker, and is undone by the experiment (or by the fault ledger, whate
 
 from __future__ import annotations
 
-import signal
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from lws_conformance import workloads
-from lws_conformance.chaos import probes, runner, safety
+from lws_conformance.chaos import actions, probes, runner, safety
+from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.client import api_client, to_dict
+from lws_conformance.k8s.wait import observe, wait_for
+from lws_conformance.observe import artifact_dir, record, verify
 from lws_conformance.providers import nodes, process
-from lws_conformance.providers.local import LocalCluster
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
@@ -42,11 +47,6 @@ def _run(sc: Scenario, exp: str | Obj, request: pytest.FixtureRequest, run_id: s
     assert not problems, f"experiment {path}: {problems} (journal: {journal_file})"
     assert not safety.pending(), f"faults left applied: {safety.pending()}"
     return journal
-
-
-def ctrl_c() -> None:
-    """An action that is the user pressing Ctrl-C (SIGINT to this process)."""
-    signal.raise_signal(signal.SIGINT)
 
 
 def _lws(name: str = "chaos", replicas: int = 2, size: int = 3, **kw: Any) -> Obj:
@@ -76,18 +76,181 @@ def test_restart_during_lws_controller_outage_is_handled_after_restart(
     _run(private_scenario, "lws-controller-restart", request, run_id)
 
 
+# -- CHAOS-EXP-003: the Kueue outage, in order ---------------------------------------------------
+# The experiment file's method restarts the worker container and only then stops Kueue, so the
+# group restart may be over before the outage begins. The test runs it reordered: Kueue stopped,
+# the outage confirmed (process gone and the API server refusing pod creation through Kueue's
+# webhook), then the restart, a watched window in which the restarted group cannot come back, then
+# Kueue started again. The whole run is recorded (timeline observer), so the admitted group 1 is
+# checked at every watch event, from before the outage to after the recovery.
+_OUTAGE: dict[str, Any] = {}
+HOLD_SECONDS = 5.0
+
+
+def kueue_outage_confirmed(lws: str, configuration: Obj | None = None) -> Obj:
+    """Probe: Kueue's process is down and the API server cannot create a pod in the namespace
+    (Kueue's pod webhook, failurePolicy Fail, does not answer). Remembers the restarted group's
+    current pods, to tell the new ones apart."""
+    cfg = configuration or {}
+    cluster = safety.local_cluster(actions.kubeconfig_of(cfg), cfg.get("lwsc_disposable_cluster"))
+    running = [r.pid for r in cluster.records() if r.name == "kueue" and process.alive(r)]
+    assert not running, f"Kueue still running (pids {running}) after it was stopped"
+    api = api_client(actions.kubeconfig_of(cfg))
+    try:
+        ns = actions.namespace_of(cfg)
+        core = client.CoreV1Api(api)
+        probe = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"generateName": "lwsc-outage-probe-"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+        try:
+            core.create_namespaced_pod(ns, probe, dry_run="All")  # type: ignore[arg-type]  # dicts accepted
+            refused = ""
+        except ApiException as exc:
+            refused = str(exc.body or exc.reason)
+        assert "webhook" in refused, f"pod creation in {ns} still admitted while Kueue is down: {refused or 'accepted'}"
+        pods = [
+            to_dict(api, p) for p in core.list_namespaced_pod(ns, label_selector=actions.group_selector(lws, 0)).items
+        ]
+    finally:
+        api.close()
+    _OUTAGE.update(confirmed=time.time(), group0={p["metadata"]["uid"] for p in pods})
+    return {"kueue_running": False, "pod_create_refused": refused[:300]}
+
+
+def restart_held_during_outage(lws: str, within: float = 30, configuration: Obj | None = None) -> Obj:
+    """Probe: the group restart began during the outage (the old leader is being deleted or gone),
+    and for HOLD_SECONDS no pod of the restarted group is created (watched): it needs Kueue."""
+    cfg = configuration or {}
+    api = api_client(actions.kubeconfig_of(cfg))
+    try:
+        core, ns = client.CoreV1Api(api), actions.namespace_of(cfg)
+        old = _OUTAGE["group0"]
+        selector = actions.group_selector(lws, 0, 0)
+
+        def leader_going(pods: list[Obj]) -> bool:
+            return not [p for p in P.live(pods) if p["metadata"]["uid"] in old]
+
+        wait_for(
+            api,
+            core.list_namespaced_pod,
+            leader_going,
+            what=f"leader {lws}-0 in {ns}",
+            condition="the old leader deleted (the group restart began while Kueue is down)",
+            timeout=within,
+            namespace=ns,
+            label_selector=selector,
+        )
+        began = time.time()
+
+        def new_pod(pods: list[Obj]) -> str | None:
+            fresh = sorted(p["metadata"]["name"] for p in pods if p["metadata"]["uid"] not in old)
+            return f"pods {fresh} of the restarted group created while Kueue was down" if fresh else None
+
+        created = observe(
+            api,
+            core.list_namespaced_pod,
+            new_pod,
+            duration=HOLD_SECONDS,
+            namespace=ns,
+            label_selector=actions.group_selector(lws, 0),
+        )
+        assert created is None, created
+    finally:
+        api.close()
+    _OUTAGE.update(restart_began=began, kueue_start=time.time())
+    return {"restart_began_after_s": round(began - _OUTAGE["confirmed"], 2), "held_s": HOLD_SECONDS}
+
+
+def _kueue_outage_experiment(cfg: Obj) -> Obj:
+    """chaos/kueue-controller-kill.yaml with its method in the order the requirement needs."""
+    exp = runner.load(runner.EXPERIMENTS / "kueue-controller-kill.yaml", cfg)
+    steps = {a["name"]: a for a in exp["method"]}
+    restart, recover = steps["restart-worker-container"], steps["seconds-to-recover"]
+    kill = {
+        **steps["kill-kueue-controller"],
+        "provider": {**steps["kill-kueue-controller"]["provider"], "arguments": {}},
+    }
+
+    def probe(name: str, func: str) -> Obj:
+        provider = {"type": "python", "module": __name__, "func": func, "arguments": {"lws": "${lws}"}}
+        return {"type": "probe", "name": name, "provider": provider}
+
+    start = {
+        "type": "action",
+        "name": "start-kueue-controller",
+        "provider": {
+            "type": "python",
+            "module": "lws_conformance.chaos.actions",
+            "func": "start_component",
+            "arguments": {"component": "kueue"},
+        },
+    }
+    confirmed, held = (
+        probe("kueue-outage-confirmed", "kueue_outage_confirmed"),
+        probe("restart-held", "restart_held_during_outage"),
+    )
+    exp["method"] = [kill, confirmed, restart, held, start, recover]
+    return exp
+
+
 @PRIVATE
 @pytest.mark.requirement("CHAOS-EXP-003")
 def test_kueue_outage_delays_but_does_not_break_a_group_restart(
-    private_scenario: Scenario, request: pytest.FixtureRequest, run_id: str, unique: str
+    private_scenario: Scenario, request: pytest.FixtureRequest, run_id: str, unique: str, tmp_path: Path
 ) -> None:
+    """Group 0 is restarted while Kueue is down and comes back whole (gated, then released under its
+    admission) once Kueue is back; group 1, admitted, is untouched at every watch event of the run:
+    same Ready, ungated pods, its Workload Admitted with quota, never evicted."""
     sc = private_scenario
     topo = sc.cluster.topology
     sc.create(workloads.resource_flavor(unique))
     sc.create(workloads.cluster_queue(unique, unique, {"cpu": "10", "memory": "10Gi", topo.gpu_resource: "6"}))
     sc.create(workloads.local_queue("lq", unique))
     sc.create(_lws(gpus=1, gpu_resource=topo.gpu_resource, queue="lq"))
-    _run(sc, "kueue-controller-kill", request, run_id)
+    cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace, "lws": "chaos"}
+    assert probes.seconds_until_steady("chaos", 60, configuration=cfg) >= 0
+    uid = sc.lws("chaos")["metadata"]["uid"]
+    wl = [workloads.lws_workload_name("chaos", uid, g) for g in (0, 1)]
+
+    def admitted(objs: list[Obj]) -> bool:
+        ok = {o["metadata"]["name"] for o in objs if P.condition(o, "Admitted") == "True"}
+        return set(wl) <= ok
+
+    sc.wait_in_namespace(
+        sc.custom.list_namespaced_custom_object,
+        "Workloads",
+        admitted,
+        f"{wl} Admitted",
+        group=workloads.KUEUE_GROUP,
+        version=workloads.KUEUE_VERSION,
+        plural="workloads",
+    )
+    _OUTAGE.clear()
+    with record(sc.api, sc.namespace) as tl:
+        journal = _run(sc, _kueue_outage_experiment(cfg), request, run_id)
+    events = verify(tl, artifact_dir(tmp_path), "kueue-outage", lws="chaos", only=[])
+    timeline = artifact_dir(tmp_path) / "kueue-outage.timeline.json"
+    order = [a["activity"]["name"] for a in journal["run"]]
+    assert order.index("kueue-outage-confirmed") < order.index("restart-worker-container"), order
+    assert _OUTAGE["confirmed"] < _OUTAGE["restart_began"] < _OUTAGE["kueue_start"], _OUTAGE
+
+    disturbed = P.group_disturbances(events, "chaos", 1, 3, wl[1])
+    assert not disturbed, f"the admitted group 1 was disturbed: {disturbed} (timeline: {timeline})"
+    new = {}
+    for e in events:
+        labels = e.obj.get("labels") or {}
+        if e.kind == "Pod" and labels.get(P.GROUP_INDEX) == "0" and e.obj["uid"] not in _OUTAGE["group0"]:
+            new.setdefault(e.obj["name"], e)
+    assert sorted(new) == sorted(P.expected_pod_names("chaos", 1, 3)), f"group 0 not recreated whole: {sorted(new)}"
+    early = [
+        f"{n} at {e.wall - _OUTAGE['kueue_start']:+.2f}s" for n, e in new.items() if e.wall < _OUTAGE["kueue_start"]
+    ]
+    assert not early, f"group 0 pods created before Kueue was started again: {early} (timeline: {timeline})"
+    ungated = [n for n, e in new.items() if not e.obj.get("gated")]
+    assert not ungated, f"recreated pods {ungated} not created behind Kueue's gate (timeline: {timeline})"
 
 
 @PRIVATE
@@ -136,31 +299,3 @@ def test_node_failure_is_reported_and_the_group_recovers_when_the_node_returns(
         assert probes.pod_uids("chaos", configuration=cfg) == uids, "a node outage (no deletion) recreated pods"
     finally:
         sc.core.delete_node(node["metadata"]["name"])
-
-
-@PRIVATE
-@pytest.mark.requirement("CHAOS-SAFETY-001")
-def test_ctrl_c_during_an_experiment_leaves_no_controller_stopped(
-    private_scenario: Scenario, private_cluster: LocalCluster, tmp_path: Path
-) -> None:
-    """chaostoolkit swallows KeyboardInterrupt and skips rollbacks on an interrupted run; the
-    runner must still restart the controller the method stopped, then re-raise the interrupt."""
-    sc = private_scenario
-    cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace}
-    exp = runner.load(runner.EXPERIMENTS / "lws-controller-restart.yaml", cfg)
-    exp["method"] = [
-        exp["method"][0],  # kill-lws-controller (no duration: stays down until undone)
-        {
-            "type": "action",
-            "name": "ctrl-c",
-            "provider": {"type": "python", "module": __name__, "func": "ctrl_c"},
-        },
-    ]
-    del exp["steady-state-hypothesis"]
-    with pytest.raises(KeyboardInterrupt):
-        runner.run(exp, cfg, tmp_path / "j.json")
-    lws = [r for r in private_cluster.records() if r.name == "lws"]
-    assert lws and process.alive(lws[0]), "the LWS controller was left stopped after Ctrl-C"
-    assert not safety.pending()
-    journal = (tmp_path / "j.json").read_text()
-    assert '"status": "interrupted"' in journal

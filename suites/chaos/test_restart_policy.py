@@ -20,7 +20,6 @@ import pytest
 from kubernetes import client
 
 from lws_conformance import workloads
-from lws_conformance.catalogue import parse_version
 from lws_conformance.chaos import actions
 from lws_conformance.chaos.probes import steady_state_violations
 from lws_conformance.k8s import predicates as P
@@ -33,11 +32,7 @@ PFX = "leaderworkerset.sigs.k8s.io/"
 HOLD_GATE = "lwsc.x-k8s.io/hold-workers"
 RECOVERY = 45.0  # seconds; a group rebuild takes ~1-3 s on the local cluster
 WINDOW = 4.0  # seconds watched for "nothing is recreated"
-LAST_998 = (0, 10, 0)  # kubernetes-sigs/lws#998 is present up to v0.10.0 (fix PR #999 merged later)
-
-
-class Lws998Reproduced(AssertionError):
-    """The worker was replaced alone: LWS never saw its deletion (kubernetes-sigs/lws#998)."""
+TRIES_998 = 4  # worker deletions per run: kubernetes-sigs/lws#998 reproduced in ~1 of 30 here
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -106,51 +101,60 @@ def _recreate_group_events(sc: Scenario) -> list[Obj]:
     return [e for e in json.loads(resp.data)["items"] if e.get("reason") == "RecreateGroup"]
 
 
-def _lws998_applies(cluster: ClusterHandle) -> bool:
-    return parse_version(cluster.versions["lws"]) <= LAST_998
-
-
 # -- RecreateGroupOnPodRestart ---------------------------------------------------------------
 @pytest.mark.requirement("CHAOS-RESTART-001")
 @pytest.mark.parametrize(
     ("role", "fault"),
     [("worker", "restart"), ("worker", "delete"), ("leader", "restart"), ("leader", "delete")],
 )
-def test_recreate_group_on_pod_restart_rebuilds_the_whole_group(
-    scenario: Scenario, lwsc_cluster: ClusterHandle, request: pytest.FixtureRequest, role: str, fault: str
-) -> None:
+def test_recreate_group_on_pod_restart_rebuilds_the_whole_group(scenario: Scenario, role: str, fault: str) -> None:
     """A restarted or deleted pod (worker or leader) of group 1 makes LWS rebuild all of group
-    1: every pod gets a new UID under the same name and group index; group 0 keeps its pods."""
+    1: every pod gets a new UID under the same name and group index; group 0 keeps its pods.
+
+    A deleted worker is tried TRIES_998 times: kubernetes-sigs/lws#998 (a race: the worker
+    StatefulSet recreates the pod before LWS sees the deletion, so the group is not recreated)
+    shows in some tries. Only that picture in some, never all, tries is the known deviation
+    (fixtures/known-deviations.yaml); a group never recreated in every try, a slow rebuild (a
+    wait timeout) or group 0 touched stay failures."""
     sc, name, group = scenario, "rg", 1
-    if role == "worker" and fault == "delete" and _lws998_applies(lwsc_cluster):
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=False,
-                raises=Lws998Reproduced,
-                reason="kubernetes-sigs/lws#998: a deleted worker recreated by its StatefulSet before LWS "
-                "observes the deletion skips the group recreation (fixed after v0.10.0 by PR #999)",
-            )
-        )
     lws = sc.create(_lws(name, "RecreateGroupOnPodRestart"))
     before = _steady(sc, lws)
-    _apply_fault(sc, fault, name, group, 0 if role == "leader" else 1)
-    try:
-        after = _wait_group_recreated(sc, lws, group, before, timeout=20 if fault == "delete" else RECOVERY)
-    except AssertionError:
-        now = {p["metadata"]["name"]: p["metadata"]["uid"] for p in P.live(sc.pods(f"{PFX}name={name}"))}
-        leader, worker = f"{name}-{group}", f"{name}-{group}-1"
-        if (
-            role == "worker"
-            and fault == "delete"
-            and now.get(leader) == before[leader]
-            and now.get(worker) not in (None, before[worker])
-        ):
-            request.node.user_properties.append(("lws998", "reproduced"))
-            raise Lws998Reproduced(f"only {worker} was replaced; {leader} kept UID {before[leader]}") from None
-        raise
-    if role == "worker" and fault == "delete":
-        request.node.user_properties.append(("lws998", "not reproduced"))
-    assert _group(after, name, 0) == _group(before, name, 0), "group 0 was touched by group 1's recreation"
+    tries = TRIES_998 if (role, fault) == ("worker", "delete") else 1
+    alone: list[tuple[str, str]] = []
+    for _ in range(tries):
+        _apply_fault(sc, fault, name, group, 0 if role == "leader" else 1)
+        try:
+            after = _wait_group_recreated(sc, lws, group, before, timeout=RECOVERY)
+        except AssertionError:
+            picture = _worker_replaced_alone(sc, name, group, before) if (role, fault) == ("worker", "delete") else None
+            if picture is None:
+                raise
+            alone.append(picture)
+            after = _steady(sc, lws)
+        else:
+            assert _group(after, name, 0) == _group(before, name, 0), "group 0 was touched by group 1's recreation"
+        before = after
+    if alone:
+        worker, leader = alone[0]
+        if len(alone) == tries:
+            raise AssertionError(
+                f"a deleted worker never made LWS recreate its group: in {tries} of {tries} tries worker {worker} "
+                f"was replaced alone and leader {leader} kept its UID for {RECOVERY:.0f} s"
+            )
+        raise AssertionError(
+            f"kubernetes-sigs/lws#998 picture in {len(alone)} of {tries} tries: worker {worker} replaced alone "
+            f"(new UID), leader {leader} kept its UID for the whole recovery deadline; the other tries recreated "
+            "the whole group"
+        )
+
+
+def _worker_replaced_alone(sc: Scenario, name: str, group: int, before: dict[str, str]) -> tuple[str, str] | None:
+    """(worker, leader) when worker 1 of `group` has a new UID and its leader the old one."""
+    now = {p["metadata"]["name"]: p["metadata"]["uid"] for p in P.live(sc.pods(f"{PFX}name={name}"))}
+    leader, worker = f"{name}-{group}", f"{name}-{group}-1"
+    if now.get(leader) == before[leader] and now.get(worker) not in (None, before[worker]):
+        return worker, leader
+    return None
 
 
 @pytest.mark.requirement("CHAOS-RESTART-002")

@@ -62,6 +62,7 @@ def _assert_one_rack_per_group(pods: list[Obj], nodes: dict[str, dict[str, str]]
 
 
 @pytest.mark.requirement("LWS-EXCL-001")
+@pytest.mark.destructive  # needs every rack (or host) free: the whole capacity
 def test_each_group_gets_a_rack_of_its_own(scenario: Scenario) -> None:
     """As many groups as racks: every group lands whole in one rack and no two groups share one;
     each worker StatefulSet is pinned to its leader's rack by nodeSelector."""
@@ -87,6 +88,7 @@ def test_each_group_gets_a_rack_of_its_own(scenario: Scenario) -> None:
 
 
 @pytest.mark.requirement("LWS-EXCL-002")
+@pytest.mark.destructive  # needs every rack (or host) free: the whole capacity
 def test_group_without_a_free_rack_stays_pending(scenario: Scenario) -> None:
     """One group more than racks: every rack holds one group and the extra group's leader stays
     unscheduled (with no worker StatefulSet) instead of sharing a rack, for the whole window."""
@@ -133,6 +135,7 @@ def test_group_without_a_free_rack_stays_pending(scenario: Scenario) -> None:
 
 
 @pytest.mark.requirement("LWS-EXCL-003")
+@pytest.mark.destructive  # needs every rack (or host) free: the whole capacity
 def test_subgroups_get_a_host_of_their_own(scenario: Scenario) -> None:
     """subgroup-exclusive-topology per host (with group exclusivity per rack): the pods of a
     subgroup share one host, no host holds two subgroups, and each group stays in one rack."""

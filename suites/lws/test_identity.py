@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from lws_conformance import workloads
+from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import observe
 from lws_conformance.scenario import Scenario
@@ -92,33 +93,36 @@ def _lws(name: str, *, replicas: int, size: int, leader: bool = True) -> Obj:
 
 # -- naming -----------------------------------------------------------------------------------
 @pytest.mark.requirement("LWS-NAME-001")
-def test_objects_are_named_from_the_lws_and_group_ordinals(scenario: Scenario) -> None:
-    """Leader StatefulSet L, leader pods L-i, worker StatefulSets L-i starting at ordinal 1, pods L-i-j.
-
-    These names are the DNS names workloads dial, so they are checked exactly, with the StatefulSet
-    fields that produce them (serviceName, ordinals.start, replicas).
-    """
+@pytest.mark.requirement("LWS-NAME-004")
+def test_objects_are_named_from_the_lws_and_group_ordinals(scenario: Scenario, claim: Claims) -> None:
+    """Leader pods L-i and worker pods L-i-j with hostname = name and subdomain L (LWS-NAME-001,
+    the API's promise), made by leader StatefulSet L and worker StatefulSets L-i starting at
+    ordinal 1 (LWS-NAME-004, how v0.9.0 does it). These names are the DNS names workloads dial,
+    so they are checked exactly."""
     name, replicas, size = "nm", 2, 3
     pods, sts = _bring_up(scenario, _lws(name, replicas=replicas, size=size))
 
-    leader_sts = sts[name]["spec"]
-    assert leader_sts["serviceName"] == name
-    assert leader_sts["replicas"] == replicas
-    assert leader_sts["podManagementPolicy"] == "Parallel"
-    assert leader_sts["selector"]["matchLabels"] == {NAME: name, WORKER_INDEX: "0"}
-    for i in range(replicas):
-        leader = f"{name}-{i}"
-        spec = sts[leader]["spec"]
-        assert spec["replicas"] == size - 1, f"worker StatefulSet {leader} replicas"
-        assert (spec.get("ordinals") or {}).get("start") == 1, f"worker StatefulSet {leader} must start at ordinal 1"
-        assert spec["serviceName"] == name
-        assert spec["podManagementPolicy"] == "Parallel"
-        assert pods[leader]["spec"].get("hostname") == leader
-        assert pods[leader]["spec"].get("subdomain") == name
-        for j in range(1, size):
-            worker = pods[f"{leader}-{j}"]
-            assert worker["spec"].get("hostname") == f"{leader}-{j}"
-            assert worker["spec"].get("subdomain") == name
+    with claim("LWS-NAME-001"):
+        for i in range(replicas):
+            leader = f"{name}-{i}"
+            assert pods[leader]["spec"].get("hostname") == leader
+            assert pods[leader]["spec"].get("subdomain") == name
+            for j in range(1, size):
+                worker = pods[f"{leader}-{j}"]
+                assert worker["spec"].get("hostname") == f"{leader}-{j}"
+                assert worker["spec"].get("subdomain") == name
+    with claim("LWS-NAME-004"):
+        leader_sts = sts[name]["spec"]
+        assert leader_sts["serviceName"] == name
+        assert leader_sts["replicas"] == replicas
+        assert leader_sts["podManagementPolicy"] == "Parallel"
+        assert leader_sts["selector"]["matchLabels"] == {NAME: name, WORKER_INDEX: "0"}
+        for i in range(replicas):
+            spec = sts[f"{name}-{i}"]["spec"]
+            assert spec["replicas"] == size - 1, f"worker StatefulSet {name}-{i} replicas"
+            assert (spec.get("ordinals") or {}).get("start") == 1, f"worker StatefulSet {name}-{i} must start at 1"
+            assert spec["serviceName"] == name
+            assert spec["podManagementPolicy"] == "Parallel"
 
 
 @pytest.mark.requirement("LWS-NAME-002")
@@ -295,10 +299,12 @@ def test_unique_per_replica_gives_each_group_its_own_service_and_subdomain(scena
 
 # -- env --------------------------------------------------------------------------------------
 @pytest.mark.requirement("LWS-ENV-001")
-def test_lws_env_vars_lead_every_container_and_replace_user_values(scenario: Scenario) -> None:
-    """LWS_LEADER_ADDRESS, LWS_GROUP_SIZE, LWS_WORKER_INDEX come first, in that order, in every
-    container and init container; a user-set variable of the same name is replaced, others kept.
-    """
+@pytest.mark.requirement("LWS-ENV-002")
+def test_lws_env_vars_lead_every_container_and_replace_user_values(scenario: Scenario, claim: Claims) -> None:
+    """Every container sees LWS_LEADER_ADDRESS, LWS_GROUP_SIZE and LWS_WORKER_INDEX with the
+    group's values (LWS-ENV-001, the API's promise; names the user set in that container aside).
+    How v0.9.0 does it (LWS-ENV-002): the three come first, in that order, in every container and
+    init container; a user-set variable of the same name is replaced, others kept after them."""
     name, replicas, size = "env", 2, 3
     ns = scenario.namespace
     obj = _lws(name, replicas=replicas, size=size)
@@ -335,10 +341,26 @@ def test_lws_env_vars_lead_every_container_and_replace_user_values(scenario: Sce
                 ("LWS_GROUP_SIZE", str(size)),
                 ("LWS_WORKER_INDEX", str(j)),
             ]
-            containers = _all_containers(pod)
-            assert len(containers) == (3 if j == 0 else 2), f"{pod_name} containers"
-            for c in containers:
-                env = _env(c)
-                where = f"{pod_name}/{c['name']}"
-                assert env[:3] == want, f"{where}: env starts with {env[:3]}"
-                assert env[3:] == user_env.get(c["name"], []), f"{where}: user env after the LWS vars is {env[3:]}"
+            with claim("LWS-ENV-001"):
+                for c in pod["spec"]["containers"]:
+                    user_set = {e["name"] for e in _template_env(lwt, j, c["name"])}
+                    seen = dict(_env(c))  # the value a process sees: the last entry of a name
+                    wrong = {k: seen.get(k) for k, v in want if k not in user_set and seen.get(k) != v}
+                    assert not wrong, f"{pod_name}/{c['name']}: {wrong}, expected {dict(want)}"
+            with claim("LWS-ENV-002"):
+                containers = _all_containers(pod)
+                assert len(containers) == (3 if j == 0 else 2), f"{pod_name} containers"
+                for c in containers:
+                    env = _env(c)
+                    where = f"{pod_name}/{c['name']}"
+                    assert env[:3] == want, f"{where}: env starts with {env[:3]}"
+                    assert env[3:] == user_env.get(c["name"], []), f"{where}: user env after the LWS vars is {env[3:]}"
+
+
+def _template_env(lwt: Obj, worker_index: int, container: str) -> list[Obj]:
+    """The env the user wrote for `container` in the leader (index 0) or worker template."""
+    spec = lwt["leaderTemplate" if worker_index == 0 else "workerTemplate"]["spec"]
+    for c in spec.get("containers", []) + spec.get("initContainers", []):
+        if c["name"] == container:
+            return list(c.get("env") or [])
+    return []

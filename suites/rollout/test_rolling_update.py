@@ -15,9 +15,10 @@ first partition step, the surge peak, and that each group's leader was replaced 
 Rollouts are triggered by a template change (an annotation on the worker template, or an env var
 on the leader template); kwok makes new pods Ready at once, so a rollout takes seconds.
 
-An update across an LWS controller restart (lws#225) is in test_rollout_faults.py (it needs the
-controller process: private cluster). Not covered yet: an update while old groups are unhealthy
-(kubernetes-sigs/lws#567, PR #488).
+Each invariant proves its own requirement (rollout_claims.py); the test-specific assertions claim
+their own requirement (`claim` fixture), so one failure never hides or reds another requirement.
+Faults during an update (controller restart, lws#225; every old group unhealthy, lws#567) are in
+test_rollout_faults.py.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rollout_claims import proves_invariants, verify_claims
 
 from lws_conformance import workloads
+from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import wait_for
-from lws_conformance.observe import Event, Timeline, artifact_dir, invariants, record, verify
+from lws_conformance.observe import Event, Timeline, artifact_dir, invariants, record
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
@@ -43,9 +46,6 @@ LBL = "leaderworkerset.sigs.k8s.io/"
 REVISION = LBL + "template-revision-hash"
 NAME_LABEL = LBL + "name"
 BUMP = "lwsc.x-k8s.io/bump"
-# Asserted by their own tests below (they fail on LWS v0.9.0; see those tests): every other test
-# checks all remaining invariants, so one known deviation does not hide the others.
-STRICT = ("group-atomicity", "condition-pairing")
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -144,14 +144,28 @@ def _from_revision(events: list[Event], revision: str) -> list[invariants.StsSte
     return steps[first:]
 
 
-def _saw_update_conditions(events: list[Event]) -> bool:
-    """UpdateInProgress=True, Progressing=True and Available=False were reported together once."""
-    for ev in events:
-        if ev.kind == "LeaderWorkerSet" and ev.type != "DELETED":
-            c = (ev.obj.get("status") or {}).get("conditions") or {}
-            if (c.get("UpdateInProgress"), c.get("Progressing"), c.get("Available")) == ("True", "True", "False"):
-                return True
-    return False
+def _since_generation(events: list[Event], generation: int) -> list[Event]:
+    """The LWS snapshots (observe.timeline) from the first one at `generation` (the template
+    change) on."""
+    lws = [ev for ev in events if ev.kind == "LeaderWorkerSet" and ev.type != "DELETED"]
+    first = next((i for i, ev in enumerate(lws) if ev.obj.get("generation") == generation), len(lws))
+    return lws[first:]
+
+
+def _update_in_progress_gaps(lws_events: list[Event]) -> list[str]:
+    """ROLL-COND-001: statuses written for the new template while groups were outdated
+    (updatedReplicas < replicas - partition) that did not say UpdateInProgress=True. Before
+    v0.9.0 there is no status.observedGeneration; a status after the template change that shows
+    outdated groups was written after it (before the change every group was updated)."""
+    gaps = []
+    for ev in lws_events:
+        spec, st = ev.obj["spec"], ev.obj["status"]
+        if st.get("observedGeneration") not in (None, ev.obj.get("generation")):
+            continue
+        conds = st.get("conditions") or {}
+        if st["updatedReplicas"] < spec["replicas"] - spec["partition"] and conds.get("UpdateInProgress") != "True":
+            gaps.append(f"seq {ev.seq}: updatedReplicas {st['updatedReplicas']}, conditions {conds}")
+    return gaps
 
 
 # -- the matrix ------------------------------------------------------------------------------
@@ -190,11 +204,13 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-@pytest.mark.requirement("ROLL-INV-001")
+@proves_invariants
 @pytest.mark.requirement("ROLL-SEQ-001")
 @pytest.mark.requirement("ROLL-COND-001")
 @pytest.mark.requirement("ROLL-REV-001")
-def test_rolling_update_matrix(scenario: Scenario, case: Case, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_rolling_update_matrix(
+    scenario: Scenario, claim: Claims, case: Case, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     sc, name = scenario, "ru"
     # The documented numbers are also derived from the algorithm; both must agree (a typo guard).
     start = invariants.documented_update_start(case.replicas, case.replicas, case.mu, case.ms)
@@ -207,15 +223,29 @@ def test_rolling_update_matrix(scenario: Scenario, case: Case, tmp_path: Path, r
         sc.wait_lws(name, _settled(case.replicas), f"Available with {case.replicas} groups")
         old = _leader_revision(sc, name)
         (_bump_env if case.trigger == "env" else _bump_annotation)(sc, name, "1")
-        sc.wait_lws(name, _settled(case.replicas), "update done: Available, all groups updated")
+        final = sc.wait_lws(name, _settled(case.replicas), "update done: Available, all groups updated")
         new = _leader_revision(sc, name)
         assert new != old, "the template change did not create a new revision"
         sc.wait_pods(_pods_at(name, case.replicas, case.size, lambda g: new), f"all pods Ready at revision {new}")
 
-    events = verify(tl, artifact_dir(tmp_path), request.node.name, skip=STRICT)
-    _one_revision(sc, name, new)
-
+    events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
+    with claim("ROLL-REV-001"):
+        _one_revision(sc, name, new)
     steps = _from_revision(events, new)
+    with claim("ROLL-COND-001"):
+        updating = _since_generation(events, final["metadata"]["generation"])
+        gaps = _update_in_progress_gaps(updating)
+        assert not gaps, f"statuses with outdated groups but without UpdateInProgress=True: {gaps}"
+        assert any((ev.obj["status"].get("conditions") or {}).get("UpdateInProgress") == "True" for ev in updating), (
+            "UpdateInProgress=True was never reported for the new template")
+        assert P.condition(final, "UpdateInProgress") != "True", f"UpdateInProgress still True at the end: {final}"
+    with claim("ROLL-SEQ-001"):
+        _documented_sequence(case, events, steps, start, old, new)
+
+
+def _documented_sequence(case: Case, events: list[Event], steps: list[invariants.StsStep],
+                         start: tuple[int, int], old: str, new: str) -> None:
+    """ROLL-SEQ-001: the leader StatefulSet steps, the peak of live groups, one replacement each."""
     assert (steps[0].replicas, steps[0].partition) == start, f"update start (replicas, partition): {steps}"
     # First partition move: §4.4 case 6 gives S - tailReady - step. tailReady is 0 unless surge
     # groups were already up when the controller reconciled, so the documented value (tailReady 0)
@@ -231,13 +261,11 @@ def test_rolling_update_matrix(scenario: Scenario, case: Case, tmp_path: Path, r
     assert (steps[-1].replicas, steps[-1].partition) == (case.replicas, 0), f"final leader StatefulSet: {steps}"
     peak = invariants.peak_live_groups(events, since=steps[0].index)
     assert peak == case.peak, f"{peak} groups live at once during the update, documented {case.peak}"
-
     by_group = invariants.revisions_by_group(events)
     for g in range(case.replicas):
         assert by_group.get(g) == [old, new], f"group {g} leader incarnations {by_group.get(g)} != [old, new]"
     for g in range(case.replicas, case.peak):
         assert by_group.get(g) == [new], f"surge group {g} incarnations {by_group.get(g)} != [new]"
-    assert _saw_update_conditions(events), "never saw UpdateInProgress=True, Progressing=True, Available=False"
 
 
 # -- partition -------------------------------------------------------------------------------
@@ -272,8 +300,10 @@ def _set_partition(sc: Scenario, name: str, partition: int) -> None:
     sc.patch_lws(name, {"spec": {"rolloutStrategy": {"rollingUpdateConfiguration": {"partition": partition}}}})
 
 
+@proves_invariants
+@pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-PART-001")
-def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, tmp_path: Path,
+def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, claim: Claims, tmp_path: Path,
                                                     request: pytest.FixtureRequest) -> None:
     """R=3, spec.partition 1: groups 2 and 1 update, group 0 keeps the old revision (Available with
     updatedReplicas 2) for as long as the partition stays; lowering it to 0 finishes the update."""
@@ -282,23 +312,28 @@ def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, tmp_path
         old, new = _held_update(sc, name, r, size, part)
         sc.wait_pods(_pods_at(name, r, size, lambda g: new if g >= part else old),
                      f"groups >= {part} at the new revision, the rest at the old one")
-        violation = sc.observe_pods(_moved_below(part, old), duration=2)
-        assert violation is None, violation
+        with claim("ROLL-PART-001"):
+            violation = sc.observe_pods(_moved_below(part, old), duration=2)
+            assert violation is None, violation
         _set_partition(sc, name, 0)
         sc.wait_lws(name, _settled(r), "update done after partition 0")
         sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
 
-    events = verify(tl, artifact_dir(tmp_path), request.node.name, skip=STRICT)
-    _one_revision(sc, name, new)
-    parts = [s.partition for s in _from_revision(events, new)]
-    # §4.4 "P = max(P, lwsP)": 3 at detection, 2, held at 1, 0 after the release.
-    assert parts == [3, 2, 1, 0], f"leader StatefulSet partitions {parts}"
-    by_group = invariants.revisions_by_group(events)
-    assert all(by_group.get(g) == [old, new] for g in range(r)), by_group
+    events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
+    with claim("ROLL-REV-001"):
+        _one_revision(sc, name, new)
+    with claim("ROLL-PART-001"):
+        parts = [s.partition for s in _from_revision(events, new)]
+        # §4.4 "P = max(P, lwsP)": 3 at detection, 2, held at 1, 0 after the release.
+        assert parts == [3, 2, 1, 0], f"leader StatefulSet partitions {parts}"
+        by_group = invariants.revisions_by_group(events)
+        assert all(by_group.get(g) == [old, new] for g in range(r)), by_group
 
 
+@proves_invariants
+@pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-PART-002")
-def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, tmp_path: Path,
+def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, claim: Claims, tmp_path: Path,
                                                          request: pytest.FixtureRequest) -> None:
     """R=3, maxSurge 1, spec.partition 2 (§4.4 table; set before the update, avoiding #614): the
     update runs with 4 replicas; with group 2 and the surge group 3 updated the surge group stays
@@ -323,21 +358,26 @@ def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, tmp
         sc.wait_lws(name, _settled(r), "update done, surge reclaimed")
         sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"3 groups at {new}, no surge group")
 
-    events = verify(tl, artifact_dir(tmp_path), request.node.name, skip=STRICT)
-    _one_revision(sc, name, new)
-    steps = _from_revision(events, new)
-    assert (steps[0].replicas, steps[0].partition) == (4, 3), f"update start: {steps}"
-    assert [s.partition for s in steps if s.partition < 3][:1] == [2], f"first step must be P 2: {steps}"
-    assert steps[-1].replicas == 3 and steps[-1].partition == 0, steps
-    by_group = invariants.revisions_by_group(events)
-    assert by_group.get(3) == [new] and by_group.get(0) == [old, new], by_group
+    events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
+    with claim("ROLL-REV-001"):
+        _one_revision(sc, name, new)
+    with claim("ROLL-PART-002"):
+        steps = _from_revision(events, new)
+        assert (steps[0].replicas, steps[0].partition) == (4, 3), f"update start: {steps}"
+        assert [s.partition for s in steps if s.partition < 3][:1] == [2], f"first step must be P 2: {steps}"
+        assert steps[-1].replicas == 3 and steps[-1].partition == 0, steps
+        by_group = invariants.revisions_by_group(events)
+        assert by_group.get(3) == [new] and by_group.get(0) == [old, new], by_group
 
 
 # -- size and replicas changes ---------------------------------------------------------------
 
 
+@proves_invariants
+@pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-SIZE-001")
-def test_size_change_rolls_every_group(scenario: Scenario, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_size_change_rolls_every_group(scenario: Scenario, claim: Claims, tmp_path: Path,
+                                       request: pytest.FixtureRequest) -> None:
     """size 2 -> 3 is a template change: a new revision, every group replaced whole with 3 pods."""
     sc, name, r = scenario, "sz", 2
     with _recorded(sc) as tl:
@@ -347,17 +387,22 @@ def test_size_change_rolls_every_group(scenario: Scenario, tmp_path: Path, reque
         sc.patch_lws(name, {"spec": {"leaderWorkerTemplate": {"size": 3}}})
         sc.wait_lws(name, _settled(r), "update done")
         new = _leader_revision(sc, name)
-        assert new != old, "a size change must create a new revision"
+        with claim("ROLL-SIZE-001"):
+            assert new != old, "a size change must create a new revision"
         pods = sc.wait_pods(_pods_at(name, r, 3, lambda g: new), "2 groups of 3 pods at the new revision")
-    assert {p["metadata"]["annotations"].get(LBL + "size") for p in pods} == {"3"}
-    events = verify(tl, artifact_dir(tmp_path), request.node.name, skip=STRICT)
-    _one_revision(sc, name, new)
-    assert invariants.revisions_by_group(events) == {0: [old, new], 1: [old, new]}
+    events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
+    with claim("ROLL-REV-001"):
+        _one_revision(sc, name, new)
+    with claim("ROLL-SIZE-001"):
+        assert {p["metadata"]["annotations"].get(LBL + "size") for p in pods} == {"3"}
+        assert invariants.revisions_by_group(events) == {0: [old, new], 1: [old, new]}
 
 
 @pytest.mark.parametrize("direction", ["up", "down"])
+@proves_invariants
+@pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-SCALE-001")
-def test_replicas_changed_mid_rollout(scenario: Scenario, direction: str, tmp_path: Path,
+def test_replicas_changed_mid_rollout(scenario: Scenario, claim: Claims, direction: str, tmp_path: Path,
                                       request: pytest.FixtureRequest) -> None:
     """Replicas change while an update is in progress (held mid-way by spec.partition so the
     change lands mid-rollout on a fast cluster): up 2 -> 4 adds groups 2-3 at the new revision;
@@ -374,17 +419,21 @@ def test_replicas_changed_mid_rollout(scenario: Scenario, direction: str, tmp_pa
         sc.wait_lws(name, _settled(r1), f"update done with {r1} groups")
         sc.wait_pods(_pods_at(name, r1, size, lambda g: new), f"{r1} groups at {new}")
 
-    events = verify(tl, artifact_dir(tmp_path), request.node.name, skip=STRICT)
-    _one_revision(sc, name, new)
-    by_group = invariants.revisions_by_group(events)
-    for g in range(r0, r1):
-        assert by_group.get(g) == [new], f"new group {g} must start at {new}: {by_group}"
-    for g in range(min(r0, r1)):
-        assert by_group.get(g) == [old, new], f"group {g}: {by_group.get(g)}"
+    events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
+    with claim("ROLL-REV-001"):
+        _one_revision(sc, name, new)
+    with claim("ROLL-SCALE-001"):
+        by_group = invariants.revisions_by_group(events)
+        for g in range(r0, r1):
+            assert by_group.get(g) == [new], f"new group {g} must start at {new}: {by_group}"
+        for g in range(min(r0, r1)):
+            assert by_group.get(g) == [old, new], f"group {g}: {by_group.get(g)}"
 
 
+@proves_invariants
+@pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-SCALE-002")
-def test_template_and_replicas_change_at_once(scenario: Scenario, tmp_path: Path,
+def test_template_and_replicas_change_at_once(scenario: Scenario, claim: Claims, tmp_path: Path,
                                               request: pytest.FixtureRequest) -> None:
     """Template change plus replicas 2 -> 4 in one patch (§4.4 table, there 4 -> 6): scale up
     first (replicas 4, partition 2), new groups 2-3 start at the new revision, then 1 and 0."""
@@ -399,16 +448,18 @@ def test_template_and_replicas_change_at_once(scenario: Scenario, tmp_path: Path
         new = _leader_revision(sc, name)
         sc.wait_pods(_pods_at(name, 4, size, lambda g: new), f"4 groups at {new}")
 
-    events = verify(tl, artifact_dir(tmp_path), request.node.name, skip=STRICT)
-    _one_revision(sc, name, new)
-    steps = _from_revision(events, new)
-    assert (steps[0].replicas, steps[0].partition) == (4, 2), f"update start: {steps}"
-    by_group = invariants.revisions_by_group(events)
-    assert by_group.get(2) == [new] and by_group.get(3) == [new], by_group
-    assert all(by_group.get(g) == [old, new] for g in range(2)), by_group
+    events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
+    with claim("ROLL-REV-001"):
+        _one_revision(sc, name, new)
+    with claim("ROLL-SCALE-002"):
+        steps = _from_revision(events, new)
+        assert (steps[0].replicas, steps[0].partition) == (4, 2), f"update start: {steps}"
+        by_group = invariants.revisions_by_group(events)
+        assert by_group.get(2) == [new] and by_group.get(3) == [new], by_group
+        assert all(by_group.get(g) == [old, new] for g in range(2)), by_group
 
 
-# -- the strict checks the other tests skip ---------------------------------------------------
+# -- the SHOULD-level observations, with the most chances to show -----------------------------
 
 
 def _one_update(sc: Scenario, name: str, replicas: int, size: int, mu: int = 1) -> Timeline:
@@ -422,29 +473,24 @@ def _one_update(sc: Scenario, name: str, replicas: int, size: int, mu: int = 1) 
     return tl
 
 
-@pytest.mark.requirement("ROLL-ATOM-001")
-def test_group_never_serves_two_revisions_at_once(scenario: Scenario, tmp_path: Path,
+@proves_invariants
+def test_group_never_serves_two_revisions_at_once(scenario: Scenario, claim: Claims, tmp_path: Path,
                                                   request: pytest.FixtureRequest) -> None:
-    """The README's "pods within a group are updated together", strictly: at no event does a group
-    have Ready (non-terminating) pods of two revisions, nor a Ready leader with Ready workers of
-    its previous incarnation. Fails on LWS v0.9.0 (observed on every group of every update on
-    kwok): the StatefulSet controller recreates the leader as soon as the old one is gone, while
-    the old workers are only deleted later by two garbage-collection hops (leader -> worker
-    StatefulSet -> pods), so the new leader is Ready next to old, still-Ready workers.
-
-    It is a race (about 70% of group updates showed it), so this test updates 4 groups of 3 at
-    once (maxUnavailable 4) to give it many chances; a pass is evidence, not proof."""
+    """ROLL-ATOM-001 (SHOULD), given many chances: 4 groups of 3 updated at once (maxUnavailable
+    4). On LWS v0.9.0 on kwok about 70% of group updates show the window in which the new leader
+    is Ready next to the old, still-Ready workers (the StatefulSet controller recreates the leader
+    as soon as the old one is gone; the old workers go later, through two garbage-collection
+    hops). Upstream accepts that window, so it is a warning with its timeline, never a failure."""
     tl = _one_update(scenario, "ga", 4, 3, mu=4)
-    verify(tl, artifact_dir(tmp_path), request.node.name, only=["group-atomicity"])
+    verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
 
 
-@pytest.mark.requirement("ROLL-COND-002")
-def test_update_in_progress_is_set_with_progressing(scenario: Scenario, tmp_path: Path,
+@proves_invariants
+def test_update_in_progress_is_set_with_progressing(scenario: Scenario, claim: Claims, tmp_path: Path,
                                                     request: pytest.FixtureRequest) -> None:
-    """§4.5: while groups are outdated the controller sets UpdateInProgress=True AND
-    Progressing=True. Fails on LWS v0.9.0 (and main@060ab4d): `setConditions` evaluates
-    `shouldUpdate = shouldUpdate || setCondition(lws, c)`, so once UpdateInProgress changed the
-    Progressing condition is not set in the same write; the first status of every update has
-    UpdateInProgress=True with Progressing=False (Progressing follows one reconcile later)."""
+    """ROLL-COND-002 (SHOULD): a one-group update, so the first status of the update is seen.
+    On LWS v0.9.0 (and main@060ab4d) `setConditions` evaluates `shouldUpdate = shouldUpdate ||
+    setCondition(lws, c)`, so once UpdateInProgress changed, Progressing is not set in the same
+    write: a known deviation (fixtures/known-deviations.yaml, docs/upstream/ROLL-COND-002.md)."""
     tl = _one_update(scenario, "cp", 1, 2)
-    verify(tl, artifact_dir(tmp_path), request.node.name, only=["condition-pairing"])
+    verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)

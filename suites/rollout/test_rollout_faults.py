@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rollout_claims import proves_invariants, verify_claims
 from test_rolling_update import (
-    STRICT,
     _held_update,
     _leader_revision,
     _lws,
@@ -24,17 +24,24 @@ from test_rolling_update import (
     _settled,
 )
 
+from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
-from lws_conformance.observe import artifact_dir, invariants, verify
+from lws_conformance.observe import artifact_dir, invariants
 from lws_conformance.providers.local import LocalCluster
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
 
 
+@proves_invariants
+@pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-FAULT-001")
 def test_controller_restart_mid_rollout_updates_no_extra_group(
-    private_scenario: Scenario, private_cluster: LocalCluster, tmp_path: Path, request: pytest.FixtureRequest
+    private_scenario: Scenario,
+    private_cluster: LocalCluster,
+    claim: Claims,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     """R=4, maxUnavailable 1, spec.partition 2: groups 3 and 2 update; the LWS controller is
     stopped and started while the partition holds; groups 1 and 0 must keep the old revision
@@ -47,21 +54,26 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
 
         private_cluster.stop_component("lws")
         private_cluster.start_component("lws")
-        violation = sc.observe_pods(_moved_below(part, old), duration=5)
-        assert violation is None, f"{violation} (kubernetes-sigs/lws#225 regression)"
+        with claim("ROLL-FAULT-001"):
+            violation = sc.observe_pods(_moved_below(part, old), duration=5)
+            assert violation is None, f"{violation} (kubernetes-sigs/lws#225 regression)"
         _set_partition(sc, name, 0)
         sc.wait_lws(name, _settled(r), "update done after partition 0")
         sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
 
-    events = verify(tl, artifact_dir(tmp_path), request.node.name, skip=STRICT)
-    _one_revision(sc, name, new)
-    by_group = invariants.revisions_by_group(events)
-    assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated exactly once: {by_group}"
+    events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
+    with claim("ROLL-REV-001"):
+        _one_revision(sc, name, new)
+    with claim("ROLL-FAULT-001"):
+        by_group = invariants.revisions_by_group(events)
+        assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated exactly once: {by_group}"
 
 
+@proves_invariants
+@pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-FAULT-002")
 def test_update_completes_when_every_old_group_is_unhealthy(
-    scenario: Scenario, tmp_path: Path, request: pytest.FixtureRequest
+    scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """kubernetes-sigs/lws#567 (fixed by #568 in v0.7.0): size 1, maxUnavailable 0, maxSurge 1,
     and no old pod ever becomes Ready (here: the old template selects no node, so every old pod
@@ -86,5 +98,6 @@ def test_update_completes_when_every_old_group_is_unhealthy(
         assert new != old, "the template change did not create a new revision"
         sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
 
-    verify(tl, artifact_dir(tmp_path), request.node.name, final=True, skip=STRICT)
-    _one_revision(sc, name, new)
+    verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
+    with claim("ROLL-REV-001"):
+        _one_revision(sc, name, new)

@@ -1,31 +1,74 @@
-"""Proof that the conformance checks can fail: break a private cluster, watch them go red.
+"""Proof that the suites go red when LWS or Kueue misbehave.
 
-Each proof breaks one thing the documented behaviour depends on (the LWS pod webhook, the LWS
-controller, Kueue's pod webhook), runs the same check the suites run, and requires it to fail.
-The broken cluster is the xdist worker's private one (`private_cluster`), never the shared one.
+Each proof breaks one thing a documented behaviour depends on — a webhook removed, a controller
+stopped, or a mutant LWS built from patched source through the harness's own `sources.lws` — on
+a private local cluster (never the shared one), then runs the real suite tests by node id through
+pytest, with the suites' own timeouts, and requires the named requirement to be `failed` for the
+expected reason. A control run of the same node ids on the intact private cluster passes first,
+so the red comes from the break, not from an unusable cluster.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
-from lws_conformance import checks
-from lws_conformance.providers.local import LocalCluster
-from lws_conformance.scenario import Scenario
+from lws_conformance.k8s.client import api_client
+from lws_conformance.profile import load_profile
+from lws_conformance.providers.local import LocalCluster, claim_port_range, release_port_range
+from lws_conformance.toolchain.gobuild import module_dir
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("failure-proofs")]
-PROOF_TIMEOUT = 20.0
+ROOT = Path(__file__).resolve().parents[2]
+MUTANTS = ROOT / "benchmarks" / "mutants"
+
+GANG = "suites/kueue/test_kueue_gang.py::test_group_without_quota_stays_wholly_gated"
+NAMES = "suites/lws/test_identity.py::test_objects_are_named_from_the_lws_and_group_ordinals"
+ENV = "suites/lws/test_identity.py::test_lws_env_vars_lead_every_container_and_replace_user_values"
 
 
-@pytest.fixture
-def sc(private_scenario: Scenario) -> Scenario:
-    return private_scenario
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str
+    detail: str
 
 
-def _without_webhook(api: client.ApiClient, config: str, hook: str) -> client.V1MutatingWebhookConfiguration:
-    """Remove one webhook from a MutatingWebhookConfiguration; return the original for restoring."""
+def run_suite(cluster: LocalCluster, nodeids: list[str], out: Path, run_id: str) -> dict[str, Verdict]:
+    """Run suite tests by node id against `cluster`; requirement id -> its verdict."""
+    handle = cluster.handle()
+    assert handle is not None, f"{cluster.name} is not up"
+    handle_file = out / "handle.json"
+    out.mkdir(parents=True, exist_ok=True)
+    handle_file.write_text(handle.to_json())
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *nodeids, "-p", "no:cacheprovider", "-n", "0", "-q",
+         f"--lwsc-handle={handle_file}", f"--lwsc-run-id={run_id}", f"--lwsc-report-dir={out}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )
+    summary = out / "summary.json"
+    assert summary.is_file(), f"no summary.json from the suite run:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
+    rows = json.loads(summary.read_text())["requirements"]
+    return {r["id"]: Verdict(r["verdict"], r["detail"]) for r in rows if r["verdict"] != "not-run"}
+
+
+def assert_red(found: dict[str, Verdict], requirement: str, reason: str) -> None:
+    got = found.get(requirement)
+    assert got is not None, f"{requirement} did not run: {found}"
+    assert got.verdict == "failed", f"{requirement} is {got.verdict}, expected failed: {got.detail[:1500]}"
+    assert re.search(reason, got.detail), f"{requirement} failed, not for /{reason}/:\n{got.detail[:2000]}"
+
+
+def _without_webhook(api: client.ApiClient, config: str, hook: str) -> Callable[[], None]:
+    """Remove one webhook from a MutatingWebhookConfiguration; return the undo."""
     adm = client.AdmissionregistrationV1Api(api)
     original = adm.read_mutating_webhook_configuration(config)
     assert any(w.name == hook for w in original.webhooks or []), f"{config} has no {hook}"
@@ -34,45 +77,77 @@ def _without_webhook(api: client.ApiClient, config: str, hook: str) -> client.V1
         config,
         [{"op": "replace", "path": "/webhooks", "value": [api.sanitize_for_serialization(w) for w in remaining]}],
     )
-    return original
+
+    def undo() -> None:
+        assert original.metadata and original.metadata.name
+        current = adm.read_mutating_webhook_configuration(original.metadata.name)
+        original.metadata.resource_version = current.metadata.resource_version if current.metadata else None
+        adm.replace_mutating_webhook_configuration(original.metadata.name, original)
+
+    return undo
 
 
-def _restore(api: client.ApiClient, original: client.V1MutatingWebhookConfiguration) -> None:
-    adm = client.AdmissionregistrationV1Api(api)
-    assert original.metadata and original.metadata.name
-    current = adm.read_mutating_webhook_configuration(original.metadata.name)
-    original.metadata.resource_version = current.metadata.resource_version if current.metadata else None
-    adm.replace_mutating_webhook_configuration(original.metadata.name, original)
+def test_control_the_proof_tests_pass_on_the_intact_private_cluster(
+    private_cluster: LocalCluster, tmp_path: Path, run_id: str
+) -> None:
+    found = run_suite(private_cluster, [GANG, NAMES, ENV], tmp_path / "control", f"{run_id}c")
+    assert {"KUEUE-GANG-002", "LWS-NAME-001", "LWS-ENV-001"} <= set(found), found
+    assert {k: v.verdict for k, v in found.items() if v.verdict != "passed"} == {}, found
 
 
-def test_identity_check_passes_on_the_intact_private_cluster(sc: Scenario) -> None:
-    """Control: the proofs below fail because of the break, not because the cluster is unusable."""
-    checks.lws_groups_named_on_gpu_nodes(sc, timeout=60)
-
-
-def test_identity_check_goes_red_without_the_lws_pod_webhook(sc: Scenario) -> None:
-    original = _without_webhook(sc.api, "lws-mutating-webhook-configuration", "mpod.kb.io")
+def test_gang_requirement_goes_red_without_kueues_pod_webhook(
+    private_cluster: LocalCluster, tmp_path: Path, run_id: str
+) -> None:
+    """Without Kueue's pod webhook no pod is gated: the group without quota runs."""
+    handle = private_cluster.handle()
+    assert handle is not None
+    api = api_client(handle.kubeconfig)
+    undo = _without_webhook(api, "kueue-mutating-webhook-configuration", "mpod.kb.io")
     try:
-        with pytest.raises(AssertionError):
-            checks.lws_groups_named_on_gpu_nodes(sc, timeout=PROOF_TIMEOUT)
+        found = run_suite(private_cluster, [GANG], tmp_path / "gang", f"{run_id}g")
     finally:
-        _restore(sc.api, original)
+        undo()
+        api.close()
+    assert_red(found, "KUEUE-GANG-002", r"wholly (gated|held)")
 
 
-def test_identity_check_goes_red_with_the_lws_controller_stopped(sc: Scenario, private_cluster: LocalCluster) -> None:
+def test_naming_requirement_goes_red_with_the_lws_controller_stopped(
+    private_cluster: LocalCluster, tmp_path: Path, run_id: str
+) -> None:
+    """The LWS webhooks live in the controller process (failurePolicy Fail): creation is refused."""
     private_cluster.stop_component("lws")
     try:
-        # The LWS webhooks live in the controller process (failurePolicy Fail): creation is refused.
-        with pytest.raises((AssertionError, ApiException)):
-            checks.lws_groups_named_on_gpu_nodes(sc, timeout=PROOF_TIMEOUT)
+        found = run_suite(private_cluster, [NAMES], tmp_path / "names", f"{run_id}n")
     finally:
         private_cluster.start_component("lws")
+    assert_red(found, "LWS-NAME-001", r"failed calling webhook|connection refused")
 
 
-def test_gang_check_goes_red_without_kueues_pod_webhook(sc: Scenario, run_id: str) -> None:
-    original = _without_webhook(sc.api, "kueue-mutating-webhook-configuration", "mpod.kb.io")
+@pytest.fixture(scope="module")
+def mutant_cluster(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A private cluster whose LWS is built from the pinned module source with benchmark mutant
+    lws-01 applied (LWS_WORKER_INDEX set to the group index), through `sources.lws`."""
+    pristine = module_dir("lws", load_profile("default", []).versions["lws"], None)
+    src = tmp_path_factory.mktemp("mutant") / "lws"
+    shutil.copytree(pristine, src)
+    for p in src.rglob("*"):
+        p.chmod(p.stat().st_mode | 0o200)
+    patch = MUTANTS / "lws" / "01-env-worker-index-is-group-index.patch"
+    subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=src, check=True)
+    port = claim_port_range()
+    cluster = LocalCluster(
+        load_profile("default", [f"network.base_port={port}", f"sources.lws={src}"]), name=f"private-{run_id}-mut"
+    )
     try:
-        with pytest.raises(AssertionError):
-            checks.kueue_admits_one_group_gates_other(sc, f"p{run_id[-8:]}", timeout=PROOF_TIMEOUT)
+        cluster.up(lambda msg: print(f"[lwsc mutant] {msg}", file=sys.stderr, flush=True))
+        yield cluster
     finally:
-        _restore(sc.api, original)
+        cluster.down()
+        release_port_range(port)
+
+
+def test_env_requirement_goes_red_against_a_mutant_lws(
+    mutant_cluster: LocalCluster, tmp_path: Path, run_id: str
+) -> None:
+    found = run_suite(mutant_cluster, [ENV], tmp_path / "env", f"{run_id}m")
+    assert_red(found, "LWS-ENV-001", r"LWS_WORKER_INDEX")

@@ -1,0 +1,196 @@
+"""Requirements in pytest: gating, per-requirement claims, and each requirement's outcome per test.
+
+A test names the requirements it proves with `@pytest.mark.requirement(ID)`. A test that proves
+several of them attributes each check to its requirement with the `claim` fixture, so that every
+requirement is reported on its own (a failed check of one never reds another, a requirement the
+installed version predates is not-applicable while its siblings still run):
+
+    def test_rollout(scenario, claim):
+        ...                                     # shared steps: a failure here fails them all
+        with claim("ROLL-SURGE-001"):
+            assert peak <= replicas + max_surge, ...
+        with claim("ROLL-AVAIL-001"):
+            ...
+
+A claim's failed assertion is recorded and the test goes on; at the end the test fails naming
+every failed claim. In the worker, each phase's report gets a `lwsc-verdicts` user property: for
+every requirement of the test, its verdict (`lws_conformance.verdicts`), known deviations matched
+by symptom (`lws_conformance.deviations`). A test whose only failures are known deviations or
+SHOULD-level warnings is reported to pytest as xfail, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import allure
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from . import catalogue, deviations, verdicts
+
+VERDICTS_PROPERTY = "lwsc-verdicts"
+PRIVATE = verdicts.PRIVATE
+_VERSIONS = pytest.StashKey[dict[str, str]]()
+_NOT_APPLICABLE = pytest.StashKey[dict[str, str]]()
+_CLAIMS = pytest.StashKey[dict[str, "_Claimed"]]()
+RAN_ON = pytest.StashKey[str]()  # set by fixtures that run the test elsewhere (private clusters)
+
+
+class ClaimsFailed(AssertionError):
+    """Raised after the test body when one or more claims failed (each was recorded)."""
+
+
+@dataclass
+class _Claimed:
+    raw: str  # passed | failed | not-applicable
+    exception: str = ""
+    message: str = ""
+
+
+def requirement_ids(item: pytest.Item) -> list[str]:
+    return [str(m.args[0]) for m in item.iter_markers("requirement")]
+
+
+def gate(item: pytest.Item, versions: dict[str, str]) -> None:
+    """Record the installed versions and which requirements they predate; skip the test only
+    when every requirement it proves is not applicable."""
+    reqs = catalogue.default()
+    ids = requirement_ids(item)
+    for rid in ids:
+        if rid not in reqs:
+            pytest.fail(f"test names requirement {rid}, which is not in {catalogue.CATALOGUE}", pytrace=False)
+    for rid in ids:
+        _allure_labels(reqs[rid])
+    item.stash[_VERSIONS] = dict(versions)
+    na = {rid: why for rid in ids if (why := catalogue.not_applicable(reqs[rid], versions))}
+    item.stash[_NOT_APPLICABLE] = na
+    if ids and len(na) == len(ids):
+        pytest.skip("not-applicable: " + "; ".join(f"{rid} {why}" for rid, why in na.items()))
+
+
+def _allure_labels(req: catalogue.Requirement) -> None:
+    """The requirement, its level and its upstream sources on the test's Allure page."""
+    allure.dynamic.label("requirement", req.id)
+    allure.dynamic.tag(req.level)
+    for s in req.sources:
+        allure.dynamic.link(s.url, name=f"{req.id} {s.kind}: {s.quote[:80] or s.url}")
+
+
+class Claims:
+    """The `claim` fixture's value: `with claim("ID"): ...` attributes the block's assertions."""
+
+    def __init__(self, item: pytest.Item) -> None:
+        self._item = item
+        self._ids = set(requirement_ids(item))
+        self._done = item.stash.setdefault(_CLAIMS, {})
+
+    def applies(self, rid: str) -> bool:
+        return rid not in self._item.stash.get(_NOT_APPLICABLE, {})
+
+    @contextmanager
+    def __call__(self, rid: str) -> Iterator[None]:
+        if rid not in self._ids:
+            raise ValueError(f"claim({rid!r}): the test is not marked @pytest.mark.requirement({rid!r})")
+        previous = self._done.get(rid)
+        try:
+            yield
+        except AssertionError as exc:
+            outcome = _Claimed("failed", type(exc).__name__, str(exc))
+        else:
+            outcome = _Claimed("passed")
+        if not self.applies(rid):
+            outcome = _Claimed("not-applicable", message=self._item.stash[_NOT_APPLICABLE][rid])
+        if previous is None or previous.raw != "failed":  # a claim made twice: the first failure stays
+            self._done[rid] = outcome
+
+
+@pytest.fixture
+def claim(request: pytest.FixtureRequest) -> Claims:
+    """Attribute checks to one of the test's requirements (see the module docstring)."""
+    return Claims(request.node)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    result = yield
+    failed = {rid: c for rid, c in item.stash.get(_CLAIMS, {}).items() if c.raw == "failed"}
+    if failed:
+        raise ClaimsFailed("\n\n".join(f"{rid}: {c.message}" for rid, c in failed.items()))
+    return result
+
+
+def _raw(report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException] | None) -> tuple[str, str, str]:
+    """(raw outcome, exception name, message) of a phase as a whole."""
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = str(reason).removeprefix("Skipped: ")
+        return ("not-applicable" if reason.startswith("not-applicable") else "skipped"), "", reason
+    if not report.failed:
+        return "passed", "", ""
+    exc = excinfo.value if excinfo else None
+    name = type(exc).__name__ if exc is not None else ""
+    message = str(exc) if exc is not None else report.longreprtext
+    contract = isinstance(exc, AssertionError | ApiException)
+    return ("failed" if report.when == "call" and contract else "error"), name, message or report.longreprtext
+
+
+def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> dict[str, verdicts.Outcome]:
+    """Every requirement of the test: its verdict as of this phase."""
+    reqs = catalogue.default()
+    versions = item.stash.get(_VERSIONS, {})
+    na = item.stash.get(_NOT_APPLICABLE, {})
+    claimed = item.stash.get(_CLAIMS, {})
+    raw, exc, message = _raw(report, call.excinfo)
+    claims_only = isinstance(call.excinfo.value if call.excinfo else None, ClaimsFailed)
+    out = {}
+    for rid in requirement_ids(item):
+        r, e, m = raw, exc, message
+        if rid in na:
+            r, e, m = "not-applicable", "", na[rid]
+        elif report.when == "call" and rid in claimed:
+            c = claimed[rid]
+            r, e, m = c.raw, c.exception, c.message
+        elif claims_only:  # the failure is other requirements' claims, not this one's
+            r, e, m = "passed", "", ""
+        out[rid] = verdicts.classify(rid, reqs[rid].level, r, m, e, versions, deviations.default(), item.nodeid)
+    return out
+
+
+_TOLERATED = ("known-deviation", "warning", "passed", "not-applicable", "deviation-fixed?")
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report: pytest.TestReport = yield
+    if not requirement_ids(item) or (report.when != "call" and report.passed):
+        return report
+    found = outcomes(item, report, call)
+    ran_on = item.stash.get(RAN_ON, "")
+    report.user_properties.append(
+        (VERDICTS_PROPERTY, json.dumps({"ran_on": ran_on, "requirements": {k: v.to_dict() for k, v in found.items()}}))
+    )
+    if report.failed and report.when == "call" and all(o.verdict in _TOLERATED for o in found.values()):
+        report.outcome = "skipped"
+        report.wasxfail = "; ".join(
+            f"{rid} {o.verdict}" + (f" ({o.deviation})" if o.deviation else "")
+            for rid, o in found.items()
+            if o.verdict in ("known-deviation", "warning")
+        )
+    return report
+
+
+def read_verdicts(user_properties: list[tuple[str, Any]]) -> tuple[str, dict[str, verdicts.Outcome]]:
+    """(ran_on, requirement -> outcome) from one phase report's user properties."""
+    for key, value in user_properties:
+        if key == VERDICTS_PROPERTY:
+            doc = json.loads(value)
+            return str(doc.get("ran_on", "")), {k: verdicts.Outcome(**v) for k, v in doc["requirements"].items()}
+    return "", {}
+

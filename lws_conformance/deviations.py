@@ -1,0 +1,118 @@
+"""Known deviations: upstream bugs the harness expects, as data (`fixtures/known-deviations.yaml`).
+
+A deviation names the requirement it breaks, the component versions it affects, its kind
+(`deterministic`: every run shows it; `race`: some tries do) and a *symptom*: a regular
+expression the failure message must match (and optionally the exception type). A failure is
+`known-deviation` only when an applicable deviation's symptom matches it; any other failure of the
+same test stays `failed`. Each deviation cites the upstream issue/PR or, where none exists yet, a
+ready-to-file report in the repo (`docs/upstream/<id>.md`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from .catalogue import parse_version
+
+ROOT = Path(__file__).resolve().parent.parent
+FILE = ROOT / "fixtures" / "known-deviations.yaml"
+KINDS = ("deterministic", "race")
+
+
+@dataclass(frozen=True)
+class Deviation:
+    id: str
+    requirement: str
+    component: str
+    introduced: str | None  # first affected version (None: every version the requirement covers)
+    fixed: str | None  # first released version without it (None: every released version has it)
+    kind: str
+    symptom: re.Pattern[str]
+    exception: str | None  # exception class name the failure must have, if set
+    title: str
+    upstream: tuple[str, ...]  # issue / PR URLs
+    fixed_on_main: str = ""  # e.g. "https://github.com/kubernetes-sigs/lws/pull/963 (no release yet)"
+    report: str = ""  # docs/upstream/<id>.md when no upstream issue exists yet
+    tests: re.Pattern[str] | None = None  # the test node ids it shows in (default: every test)
+
+    def expected_in(self, nodeid: str) -> bool:
+        return self.tests is None or self.tests.search(nodeid) is not None
+
+    def affects(self, versions: dict[str, str]) -> bool:
+        have = versions.get(self.component)
+        if have is None:
+            return False
+        v = parse_version(have)
+        if self.introduced and v < parse_version(self.introduced):
+            return False
+        return not (self.fixed and v >= parse_version(self.fixed))
+
+    def matches(self, exception: str, message: str) -> bool:
+        """Does a failure show this deviation's symptom? The symptom is matched against the
+        assertion's own message: pytest's introspection (a trailing "\nassert …") is dropped."""
+        if self.exception and exception != self.exception:
+            return False
+        return self.symptom.search(message.split("\nassert ")[0]) is not None
+
+    def reference(self) -> str:
+        """The upstream issue/PR, or the ready-to-file report."""
+        return ", ".join(self.upstream) or self.report
+
+
+def _one(raw: dict[str, object]) -> Deviation:
+    did = str(raw["id"])
+    affected = raw.get("affected") or {}
+    assert isinstance(affected, dict)
+    upstream = tuple(str(u) for u in raw.get("upstream") or ())  # type: ignore[attr-defined]
+    dev = Deviation(
+        id=did,
+        requirement=str(raw["requirement"]),
+        component=str(raw["component"]),
+        introduced=str(affected["from"]) if affected.get("from") else None,
+        fixed=str(affected["fixed"]) if affected.get("fixed") else None,
+        kind=str(raw["kind"]),
+        symptom=re.compile(str(raw["symptom"])),
+        exception=str(raw["exception"]) if raw.get("exception") else None,
+        title=" ".join(str(raw["title"]).split()),
+        upstream=upstream,
+        fixed_on_main=str(raw.get("fixed_on_main") or ""),
+        report=str(raw.get("report") or ""),
+        tests=re.compile(str(raw["tests"])) if raw.get("tests") else None,
+    )
+    if dev.kind not in KINDS:
+        raise ValueError(f"deviation {did}: kind {dev.kind!r} is not one of {KINDS}")
+    if not dev.upstream and not dev.report:
+        raise ValueError(f"deviation {did}: name the upstream issue/PR, or write docs/upstream/<id>.md")
+    if dev.report and not (ROOT / dev.report).is_file():
+        raise ValueError(f"deviation {did}: report {dev.report} does not exist")
+    if any(not u.startswith("https://") for u in dev.upstream):
+        raise ValueError(f"deviation {did}: upstream references must be https:// URLs")
+    for v in (dev.introduced, dev.fixed):
+        if v:
+            parse_version(v)
+    return dev
+
+
+def load(path: Path = FILE) -> list[Deviation]:
+    raws = (yaml.safe_load(path.read_text()) or {}).get("deviations", []) if path.is_file() else []
+    devs = [_one(r) for r in raws]
+    ids = [d.id for d in devs]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"duplicate deviation ids in {path}")
+    return devs
+
+
+@cache
+def default() -> tuple[Deviation, ...]:
+    return tuple(load())
+
+
+def applicable(
+    devs: tuple[Deviation, ...] | list[Deviation], requirement: str, versions: dict[str, str], nodeid: str = ""
+) -> list[Deviation]:
+    return [d for d in devs if d.requirement == requirement and d.affects(versions) and d.expected_in(nodeid)]

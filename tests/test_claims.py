@@ -1,0 +1,127 @@
+"""The requirement machinery run through pytest itself (pytester): claims, known deviations by
+symptom, SHOULD warnings, not-applicable siblings, errors — down to summary.json and lwsc's exit
+code. The cluster fixture is replaced by a handle with fixed versions; nothing else is faked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lws_conformance.cli import _exit_code
+
+CONFTEST = '''
+import pytest
+from pathlib import Path
+from lws_conformance.profile import load_profile
+from lws_conformance.providers.base import ClusterHandle
+
+@pytest.fixture(scope="session")
+def lwsc_cluster():
+    return ClusterHandle("local", Path("/nonexistent"), {"lws": "v0.9.0", "kueue": "v0.17.0"},
+                         load_profile("default", []).topology, "default", "tas-flavor")
+'''
+
+PAIRING = (
+    "invariant 'condition-pairing' violated at event #3 (seq 3, t=1.000s, MODIFIED LeaderWorkerSet/x): "
+    "UpdateInProgress=True without Progressing=True: {'Progressing': 'False'}; lasted 1 status write(s), "
+    "then paired at seq 9 [objects: LeaderWorkerSet/x]"
+)
+
+TESTS = f'''
+import pytest
+
+@pytest.mark.requirement("ROLL-SURGE-001")
+@pytest.mark.requirement("ROLL-COND-002")
+@pytest.mark.requirement("ROLL-ATOM-001")
+def test_should_and_deviation_only(claim):
+    with claim("ROLL-SURGE-001"):
+        assert True
+    with claim("ROLL-COND-002"):
+        assert False, {PAIRING!r}
+    with claim("ROLL-ATOM-001"):
+        assert False, "group 1 has Ready pods of revisions ['a', 'b']"
+
+@pytest.mark.requirement("ROLL-REV-001")
+@pytest.mark.requirement("LWS-VALID-003")
+def test_sibling_not_applicable(claim):
+    with claim("LWS-VALID-003"):
+        assert False, "v0.9.0 does not validate this"
+    with claim("ROLL-REV-001"):
+        assert 1 == 1
+'''
+
+MUST_FAILS = '''
+import pytest
+
+@pytest.mark.requirement("ROLL-AVAIL-001")
+@pytest.mark.requirement("ROLL-COND-002")
+def test_must_fails(claim):
+    with claim("ROLL-AVAIL-001"):
+        assert False, "3 groups unavailable, maxUnavailable 1"
+    with claim("ROLL-COND-002"):
+        assert False, "UpdateInProgress=True without Progressing=True: {}; lasted 7 status write(s), never paired"
+'''
+
+BROKEN_FIXTURE = '''
+import pytest
+
+@pytest.fixture
+def private_thing():
+    raise RuntimeError("private cluster did not come up")
+
+@pytest.mark.requirement("ROLL-FAULT-001")
+def test_needs_fixture(private_thing):
+    pass
+'''
+
+
+def _run(pytester: pytest.Pytester, **files: str) -> tuple[pytest.RunResult, dict[str, dict[str, object]]]:
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(**files)
+    out = pytester.path / "report"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0", "--lwsc-run-id=t1",
+                                           f"--lwsc-report-dir={out}")
+    doc = json.loads((out / "summary.json").read_text())
+    return result, {r["id"]: r for r in doc["requirements"]}
+
+
+def test_known_deviation_and_should_warning_make_an_xfail_and_exit_0(pytester: pytest.Pytester) -> None:
+    result, rows = _run(pytester, test_a=TESTS)
+    result.assert_outcomes(passed=1, xfailed=1)
+    assert rows["ROLL-SURGE-001"]["verdict"] == "passed"
+    assert rows["ROLL-COND-002"]["verdict"] == "known-deviation"
+    assert rows["ROLL-COND-002"]["deviation"] == "lws-cond-pairing"
+    atom = rows["ROLL-ATOM-001"]
+    assert atom["verdict"] == "warning" and "Ready pods of revisions" in atom["detail"]
+    assert rows["LWS-VALID-003"]["verdict"] == "not-applicable"
+    assert rows["ROLL-REV-001"]["verdict"] == "passed"
+    assert rows["LWS-NAME-001"]["verdict"] == "not-run"
+    assert rows["ROLL-COND-002"]["level"] == "SHOULD" and rows["ROLL-SURGE-001"]["level"] == "MUST"
+    assert any(s["url"].startswith("https://") for s in rows["ROLL-SURGE-001"]["sources"])
+    assert _exit_code(0, pytester.path / "report") == 0
+
+
+def test_a_different_symptom_is_a_failure_and_exit_1(pytester: pytest.Pytester) -> None:
+    result, rows = _run(pytester, test_b=MUST_FAILS)
+    result.assert_outcomes(failed=1)
+    assert rows["ROLL-AVAIL-001"]["verdict"] == "failed" and "maxUnavailable 1" in rows["ROLL-AVAIL-001"]["detail"]
+    assert rows["ROLL-COND-002"]["verdict"] == "warning"  # not the one-write symptom: no known deviation
+    assert _exit_code(1, pytester.path / "report") == 1
+
+
+def test_a_setup_error_is_error_never_not_run_and_exit_3(pytester: pytest.Pytester) -> None:
+    result, rows = _run(pytester, test_c=BROKEN_FIXTURE)
+    result.assert_outcomes(errors=1)
+    assert rows["ROLL-FAULT-001"]["verdict"] == "error" and "did not come up" in rows["ROLL-FAULT-001"]["detail"]
+    assert _exit_code(1, pytester.path / "report") == 3
+    assert _exit_code(1, pytester.path / "report", certify=True) == 1  # certify: an errored MUST fails
+
+
+def test_certify_fails_when_a_must_did_not_run(tmp_path: Path) -> None:
+    doc = {"provider": "local", "requirements": [
+        {"id": "X", "area": "a", "level": "MUST", "statement": "s", "since": {}, "sources": [],
+         "verdict": "not-run", "duration": 0.0}]}
+    (tmp_path / "summary.json").write_text(json.dumps(doc))
+    assert _exit_code(0, tmp_path) == 0 and _exit_code(0, tmp_path, certify=True) == 1
