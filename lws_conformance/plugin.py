@@ -27,6 +27,7 @@ from . import claims, provenance
 from .errors import LwscError, UserError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
+from .k8s.wait import SCALE_ENV
 from .profile import load_profile
 from .providers import existing
 from .providers.base import ClusterHandle
@@ -72,6 +73,12 @@ def _is_worker(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("lwsc-claims"):
         config.pluginmanager.register(claims, "lwsc-claims")
+    if not _is_worker(config) and SCALE_ENV not in os.environ:
+        try:  # every deadline and watched window of the suites (workers inherit the environment)
+            profile = load_profile(config.getoption("--lwsc-profile"), config.getoption("--lwsc-set"))
+            os.environ[SCALE_ENV] = str(profile.timeout_scale)
+        except LwscError:
+            pass  # reported by the cluster fixture, where it matters
     if _is_worker(config):
         config._lwsc_run_id = config.workerinput["lwsc_run_id"]  # type: ignore[attr-defined]
     else:

@@ -77,6 +77,7 @@ class Profile:
     ready_seconds: float
     raw: dict[str, Any]
     provider: str = "local"
+    timeout_scale: float = 1.0  # timeouts.scale: every suite deadline and watched window
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -187,6 +188,9 @@ def _build(name: str, data: dict[str, Any]) -> Profile:
     base_port = data["network"]["base_port"]
     if not isinstance(base_port, int) or not 1024 <= base_port <= 65000:
         raise ValueError(f"network.base_port must be an integer in 1024..65000, got {base_port!r}")
+    scale = data["timeouts"].get("scale", 1.0)
+    if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0.1 <= scale <= 100:
+        raise ValueError(f"timeouts.scale must be a number in 0.1..100, got {scale!r}")
     return Profile(
         name=name,
         versions=versions,
@@ -199,4 +203,5 @@ def _build(name: str, data: dict[str, Any]) -> Profile:
         ready_seconds=float(data["timeouts"]["ready_seconds"]),
         raw=data,
         provider=provider,
+        timeout_scale=float(scale),
     )

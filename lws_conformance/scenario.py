@@ -11,6 +11,7 @@ from typing import Any
 
 from kubernetes import client
 
+from .k8s import predicates as P
 from .k8s.client import to_dict
 from .k8s.objects import Objects
 from .k8s.wait import Predicate, observe, wait_for
@@ -109,6 +110,10 @@ class Scenario:
 
     def wait_services(self, predicate: Predicate, condition: str, timeout: float = 60) -> Any:
         return self.wait_in_namespace(self.core.list_namespaced_service, "Services", predicate, condition, timeout)
+
+    def settled(self, replicas: int, updated: int | None = None) -> Any:
+        """`predicates.lws_settled` for this cluster's LWS version."""
+        return P.lws_settled(replicas, updated, versions=self.cluster.versions)
 
     def wait_lws(self, name: str, predicate: Any, condition: str, timeout: float = 60) -> Obj:
         """Wait until `predicate(lws)` holds for the LWS named `name`; returns the LWS."""

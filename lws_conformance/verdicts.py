@@ -96,6 +96,9 @@ def combine(outcomes: list[Outcome]) -> Outcome:
     if verdicts <= {"not-applicable"}:
         return outcomes[0]
     ran = [o for o in outcomes if o.verdict != "not-applicable"]
+    # A deviation seen in one test is not fixed because another test did not show it.
+    seen = {o.deviation for o in ran if o.verdict == "known-deviation"}
+    ran = [Outcome("passed") if o.verdict == "deviation-fixed?" and o.deviation in seen else o for o in ran]
     if {o.verdict for o in ran} == {"not-run"}:
         return ran[0]
     worst = min(ran, key=lambda o: ORDER.index(o.verdict))

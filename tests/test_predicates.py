@@ -27,3 +27,38 @@ def test_ready_gated_and_groups() -> None:
     assert sorted(P.by_group([a, b])) == ["0", "1"]
     b["metadata"]["deletionTimestamp"] = "now"
     assert list(P.by_group([a, b])) == ["0"]
+
+
+def _lws(generation: int, observed: int | None, ready: int = 2, available: str = "True") -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "replicas": 2,
+        "readyReplicas": ready,
+        "updatedReplicas": 2,
+        "conditions": [{"type": "Available", "status": available}],
+    }
+    if observed is not None:
+        status["observedGeneration"] = observed
+    return {"metadata": {"generation": generation}, "status": status}
+
+
+def test_lws_settled_requires_observed_generation_from_v0_9_0() -> None:
+    """LWS v0.9.0+ writes status.observedGeneration: a missing one is status not yet written for
+    this generation (a weak check accepted it as current); a stale one is rejected everywhere."""
+    for versions in ({"lws": "v0.9.0"}, {"lws": "v0.10.0"}, None, {}):
+        check = P.lws_settled(2, versions=versions)
+        assert check(_lws(2, 2))
+        assert not check(_lws(2, None)), f"missing observedGeneration accepted on {versions}"
+        assert not check(_lws(2, 1)), "stale observedGeneration accepted"
+    assert P.lws_settled(2)(_lws(3, 3)) and not P.lws_settled(2)(_lws(3, None))  # default: strict
+
+
+def test_lws_settled_on_lws_before_v0_9_0() -> None:
+    """v0.8.0 has no status.observedGeneration: its absence cannot fail the check, but a present
+    one is still compared exactly, and the counts and Available still decide."""
+    check = P.lws_settled(2, versions={"lws": "v0.8.0"})
+    assert check(_lws(2, None))
+    assert not check(_lws(2, 1))
+    assert not check(_lws(2, None, ready=1))
+    assert not check(_lws(2, None, available="False"))
+    assert not P.lws_has_observed_generation({"lws": "v0.8.0"})
+    assert P.lws_has_observed_generation({"lws": "v0.9.0"}) and P.lws_has_observed_generation(None)

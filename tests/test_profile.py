@@ -50,3 +50,10 @@ def test_profile_from_path(tmp_path: Path) -> None:
     f = tmp_path / "mine.yaml"
     f.write_text("extends: default\ntopology: {gpus_per_node: 4}\n")
     assert load_profile(str(f)).topology.gpus_per_rack == 8
+
+
+def test_timeouts_scale_is_read_and_checked() -> None:
+    assert load_profile().timeout_scale == 1.0
+    assert load_profile("default", ["timeouts.scale=2.5"]).timeout_scale == 2.5
+    with pytest.raises(UserError, match="timeouts.scale"):
+        load_profile("default", ["timeouts.scale=0"])

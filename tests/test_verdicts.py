@@ -76,6 +76,11 @@ def test_combining_tests_worst_first_and_skips_visible() -> None:
     assert combine([Outcome("not-applicable"), p]).verdict == "passed"  # a sibling's n/a hides nothing
     assert combine([]).verdict == "not-run"
     assert combine([p, Outcome("known-deviation", "d", "x")]).verdict == "known-deviation"
+    # a deviation reproduced in one test is not "fixed" because another test did not show it
+    assert combine([Outcome("deviation-fixed?", "", "x"), Outcome("known-deviation", "d", "x")]).verdict == (
+        "known-deviation")
+    assert combine([Outcome("deviation-fixed?", "", "x"), Outcome("known-deviation", "d", "y")]).verdict == (
+        "deviation-fixed?")
 
 
 def test_certify_counts_what_did_not_run_or_broke() -> None:

@@ -107,3 +107,14 @@ def test_observe_returns_none_when_nothing_happens(monkeypatch: pytest.MonkeyPat
     s = Script([[obj("a", "Pending")]], [])
     monkeypatch.setattr(wait.watch, "Watch", s.watch_class())
     assert wait.observe(None, s.list_fn, running, duration=0.2) is None  # type: ignore[arg-type]
+
+
+def test_timeouts_scale_stretches_deadlines_and_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """timeouts.scale (LWSC_TIMEOUT_SCALE) multiplies every deadline and watched window."""
+    s = Script([[obj("a", "Pending")]] * 3, [])
+    monkeypatch.setattr(wait.watch, "Watch", s.watch_class())
+    monkeypatch.setenv(wait.SCALE_ENV, "3")
+    with pytest.raises(WaitTimeout, match="timed out after 1s"):  # 0.3 s asked, 0.9 s waited
+        wait.wait_for(None, s.list_fn, running, what="x", condition="y", timeout=0.3)  # type: ignore[arg-type]
+    monkeypatch.setenv(wait.SCALE_ENV, "not-a-number")
+    assert wait.scale() == 1.0

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from ..catalogue import parse_version
 
 Obj = dict[str, Any]
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
+OBSERVED_GENERATION_SINCE = (0, 9, 0)  # LWS status.observedGeneration
 
 
 def condition(obj: Obj, ctype: str) -> str | None:
@@ -75,21 +79,297 @@ def held(pod: Obj) -> bool:
     return gated(pod) and not bound(pod) and (pod.get("status") or {}).get("phase") != "Running"
 
 
-def lws_settled(replicas: int, updated: int | None = None) -> Any:
+def lws_has_observed_generation(versions: Mapping[str, str] | None) -> bool:
+    """Does the installed LWS write status.observedGeneration (since v0.9.0)? An unknown version
+    (no `versions`, or no "lws" entry) is taken as the current API, which has the field."""
+    have = (versions or {}).get("lws")
+    return have is None or parse_version(have) >= OBSERVED_GENERATION_SINCE
+
+
+def lws_settled(replicas: int, updated: int | None = None, *, versions: Mapping[str, str] | None = None) -> Any:
     """An LWS check: Available, status written for the current generation, replicas and
     readyReplicas equal to `replicas`, updatedReplicas equal to `updated` (default `replicas`).
-    status.observedGeneration exists since LWS v0.9.0; where it is absent the generation check
-    cannot apply (LWS-STATUS-002 requires the field on versions that have it)."""
+
+    status.observedGeneration exists since LWS v0.9.0: with `versions` (the cluster handle's)
+    naming an older LWS a missing field is accepted (there is nothing to compare), a present one
+    must still equal metadata.generation; otherwise (v0.9.0+, or versions unknown) the field is
+    required and must equal metadata.generation."""
+    required = lws_has_observed_generation(versions)
 
     def check(lws: Obj) -> bool:
         st = lws.get("status") or {}
         generation = lws["metadata"]["generation"]
+        observed = st.get("observedGeneration")
+        current = observed == generation if (required or observed is not None) else True
         return (
             condition(lws, "Available") == "True"
-            and st.get("observedGeneration", generation) == generation
+            and current
             and st.get("replicas", 0) == replicas
             and st.get("readyReplicas", 0) == replicas
             and st.get("updatedReplicas", 0) == (replicas if updated is None else updated)
         )
 
     return check
+
+
+# -- watch-stream order (events recorded by `lws_conformance.observe`) ------------------------
+# Events come ordered by resourceVersion (`Timeline.ordered()`), the order the API server wrote
+# them, so "A before B" is exact even when both happen within one second (timestamps in object
+# metadata have 1 s resolution). Each event's `obj` is the timeline's compact snapshot: name, uid,
+# rv, the LWS labels, `deleting`; pods add `phase`, `ready`, `node`, `gated`; LWS and Workloads add
+# `status.conditions` as {type: status}. Events whose `source` is "list" are the state when the
+# recording started: they are applied together, before any check, since a list is not a history.
+NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+TERMINAL = ("Succeeded", "Failed")
+
+
+class WatchEvent(Protocol):
+    @property
+    def kind(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def obj(self) -> Obj: ...
+    @property
+    def source(self) -> str: ...
+
+
+def _labels(snap: Obj) -> dict[str, str]:
+    labels: dict[str, str] = snap.get("labels") or {}
+    return labels
+
+
+def _conds(snap: Obj) -> dict[str, str]:
+    conds: dict[str, str] = (snap.get("status") or {}).get("conditions") or {}
+    return conds
+
+
+def _split(events: Sequence[WatchEvent]) -> tuple[list[WatchEvent], list[WatchEvent]]:
+    """(the initial list, the watched history)."""
+    return [e for e in events if e.source == "list"], [e for e in events if e.source != "list"]
+
+
+def _ref(e: WatchEvent) -> str:
+    return f"{e.type} {e.kind}/{e.obj.get('name')} rv {e.obj.get('rv')}"
+
+
+def lws_condition_history(events: Sequence[WatchEvent], name: str) -> list[dict[str, str]]:
+    """The successive condition sets (type -> status) LeaderWorkerSet `name` reported, in write
+    order, with repeats of the same set dropped."""
+    out: list[dict[str, str]] = []
+    for e in events:
+        if e.kind == "LeaderWorkerSet" and e.obj.get("name") == name and e.type != "DELETED":
+            conds = _conds(e.obj)
+            if not out or out[-1] != conds:
+                out.append(conds)
+    return out
+
+
+def progressing_then_available(history: Sequence[dict[str, str]]) -> list[str]:
+    """What is wrong with a new LWS's condition history (LWS-STATUS-001): the first conditions
+    written must be Progressing=True without Available=True; Available=True must come later, with
+    Progressing flipped to False in that same write; never both True; never UpdateInProgress."""
+    states = [c for c in history if c]
+    if not states:
+        return ["no conditions were ever written"]
+    out = []
+    first = states[0]
+    if first.get("Progressing") != "True" or first.get("Available") == "True":
+        out.append(f"first conditions written were {first}, not Progressing=True without Available=True")
+    avail = next((i for i, c in enumerate(states) if c.get("Available") == "True"), None)
+    if avail is None:
+        out.append(f"Available=True never written (history {states})")
+    elif states[avail].get("Progressing") != "False":
+        out.append(f"Available=True written with Progressing={states[avail].get('Progressing')}, not False")
+    out += [
+        f"Available and Progressing both True in {c}"
+        for c in states
+        if c.get("Available") == c.get("Progressing") == "True"
+    ]
+    out += [f"UpdateInProgress set on a new LWS: {c}" for c in states if "UpdateInProgress" in c]
+    return out
+
+
+def _first(events: Sequence[WatchEvent], match: Callable[[WatchEvent], bool]) -> int | None:
+    return next((i for i, e in enumerate(events) if match(e)), None)
+
+
+def workers_before_leader_ready(events: Sequence[WatchEvent], lws_name: str, group: int) -> list[str]:
+    """LeaderReady (LWS-STARTUP-002): no worker StatefulSet `L-i` and no worker pod `L-i-j` may be
+    written before the write that made leader pod `L-i` Ready; and the worker StatefulSet must
+    exist in the end."""
+    leader = f"{lws_name}-{group}"
+    ready_at = _first(events, lambda e: e.kind == "Pod" and e.obj.get("name") == leader and bool(e.obj.get("ready")))
+
+    def worker(e: WatchEvent) -> bool:
+        if e.kind == "StatefulSet":
+            return e.obj.get("name") == leader
+        labels = _labels(e.obj)
+        return (
+            e.kind == "Pod"
+            and labels.get(NAME_LABEL) == lws_name
+            and labels.get(GROUP_INDEX) == str(group)
+            and labels.get(WORKER_INDEX, "0") != "0"
+        )
+
+    out = []
+    seen: set[str] = set()
+    for i, e in enumerate(events):
+        key = f"{e.kind}/{e.obj.get('name')}"
+        if worker(e) and key not in seen:
+            seen.add(key)
+            if ready_at is None or i < ready_at:
+                when = (
+                    "the leader never became Ready" if ready_at is None else f"leader Ready at {_ref(events[ready_at])}"
+                )
+                out.append(f"{_ref(e)} written before leader {leader} was Ready ({when})")
+    if f"StatefulSet/{leader}" not in seen:
+        out.append(f"worker StatefulSet {leader} was never created")
+    return out
+
+
+def _admitted(workload: str) -> Callable[[WatchEvent], bool]:
+    def match(e: WatchEvent) -> bool:
+        return e.kind == "Workload" and e.obj.get("name") == workload and _conds(e.obj).get("Admitted") == "True"
+
+    return match
+
+
+def released_before_admission(
+    events: Sequence[WatchEvent], lws_name: str, groups: Iterable[int], workload_of: Callable[[int], str]
+) -> list[str]:
+    """KUEUE-SCALE-001: every pod of the new groups must be created behind a scheduling gate and
+    stay gated until the write that made its group's Workload Admitted=True."""
+    out = []
+    for g in groups:
+        wl = workload_of(g)
+        admitted_at = _first(events, _admitted(wl))
+        first_seen: set[str] = set()
+        for i, e in enumerate(events):
+            labels = _labels(e.obj)
+            if e.kind != "Pod" or labels.get(NAME_LABEL) != lws_name or labels.get(GROUP_INDEX) != str(g):
+                continue
+            name = str(e.obj.get("name"))
+            if name not in first_seen:
+                first_seen.add(name)
+                if not e.obj.get("gated"):
+                    out.append(f"pod {name} of group {g} first seen without a scheduling gate ({_ref(e)})")
+            if e.type != "DELETED" and not e.obj.get("gated") and (admitted_at is None or i < admitted_at):
+                out.append(f"pod {name} of group {g} ungated ({_ref(e)}) before Workload {wl} was Admitted")
+        if not first_seen:
+            out.append(f"no pod of group {g} was seen")
+    return out
+
+
+def _released(pod: Obj) -> bool:
+    """A pod Kueue let through that still holds (or will hold) node resources: ungated and not
+    terminal, terminating ones included (they are on a node until they are gone)."""
+    return not pod.get("gated") and pod.get("phase") not in TERMINAL
+
+
+def quota_violations(
+    events: Sequence[WatchEvent],
+    quota: int,
+    pod_cost: Callable[[Obj], int],
+    workload_cost: Callable[[Obj], int],
+    workload_of_pod: Callable[[Obj], str | None],
+) -> list[str]:
+    """KUEUE-UPDATE-001, after every event: the pods released from the gate must request at most
+    `quota`, the Workloads holding quota (QuotaReserved=True) must need at most `quota`, and every
+    released pod's Workload must hold quota. Returns the first violation of each kind."""
+    initial, history = _split(events)
+    pods: dict[str, Obj] = {}
+    wls: dict[str, Obj] = {}
+    found: dict[str, str] = {}
+
+    def apply(e: WatchEvent) -> None:
+        store = pods if e.kind == "Pod" else wls if e.kind == "Workload" else None
+        if store is not None:
+            name = str(e.obj.get("name"))
+            if e.type == "DELETED":
+                store.pop(name, None)
+            else:
+                store[name] = e.obj
+
+    def check(at: str) -> None:
+        released = [p for p in pods.values() if _released(p)]
+        reserving = {n for n, w in wls.items() if _conds(w).get("QuotaReserved") == "True"}
+        used = sum(pod_cost(p) for p in released)
+        held = sum(workload_cost(wls[n]) for n in reserving)
+        names = " ".join(sorted(str(p.get("name")) for p in released))
+        if used > quota:
+            found.setdefault("pods", f"{at}: released pods request {used} > quota {quota}: {names}")
+        if held > quota:
+            found.setdefault(
+                "workloads", f"{at}: QuotaReserved Workloads need {held} > quota {quota}: {sorted(reserving)}"
+            )
+        for p in released:
+            wl = workload_of_pod(p)
+            if wl not in reserving:
+                found.setdefault(
+                    "unreserved", f"{at}: pod {p.get('name')} released while its Workload {wl} holds no quota"
+                )
+
+    for e in initial:
+        apply(e)
+    check("at the start of the recording")
+    for e in history:
+        apply(e)
+        check(_ref(e))
+    return list(found.values())
+
+
+def group_disturbances(events: Sequence[WatchEvent], lws_name: str, group: int, size: int, workload: str) -> list[str]:
+    """CHAOS-EXP-003: an admitted group left alone must be untouched for the whole recording: its
+    `size` pods Ready, ungated, never deleted or replaced, and its Workload Admitted and holding
+    quota, never Evicted, Preempted or deleted. Returns what happened to it, in order."""
+    initial, history = _split(events)
+
+    def mine(e: WatchEvent) -> bool:
+        labels = _labels(e.obj)
+        if e.kind == "Workload":
+            return e.obj.get("name") == workload
+        return e.kind == "Pod" and labels.get(NAME_LABEL) == lws_name and labels.get(GROUP_INDEX) == str(group)
+
+    def wrong(e: WatchEvent) -> str | None:
+        o = e.obj
+        if e.kind == "Pod":
+            bad = [
+                k
+                for k, v in (
+                    ("deleted", e.type == "DELETED"),
+                    ("deleting", o.get("deleting")),
+                    ("not Ready", not o.get("ready")),
+                    ("gated", o.get("gated")),
+                )
+                if v
+            ]
+        else:
+            c = _conds(o)
+            bad = [
+                k
+                for k, v in (
+                    ("deleted", e.type == "DELETED"),
+                    ("not Admitted", c.get("Admitted") != "True"),
+                    ("no quota", c.get("QuotaReserved") != "True"),
+                    ("Evicted", c.get("Evicted") == "True"),
+                    ("Preempted", c.get("Preempted") == "True"),
+                )
+                if v
+            ]
+        return f"{_ref(e)}: {', '.join(bad)}" if bad else None
+
+    start = [e for e in initial if mine(e)]
+    uids = {str(e.obj.get("name")): e.obj.get("uid") for e in start if e.kind == "Pod"}
+    out = [w for e in start if (w := wrong(e))]
+    if len(uids) != size or not any(e.kind == "Workload" for e in start):
+        out.append(f"group {group} was not whole and admitted when the recording started: {sorted(uids)}")
+    for e in history:
+        if not mine(e):
+            continue
+        if e.kind == "Pod" and uids.get(str(e.obj.get("name"))) != e.obj.get("uid"):
+            out.append(f"{_ref(e)}: a new pod in the group")
+        elif w := wrong(e):
+            out.append(w)
+    return out

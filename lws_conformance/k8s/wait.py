@@ -7,6 +7,7 @@ condition, what was last seen, and whatever `diagnose()` adds (recent events, co
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -41,6 +42,17 @@ def summarize(obj: Obj) -> str:
     if meta.get("deletionTimestamp"):
         bits.append("deleting")
     return " ".join(bits)
+
+
+SCALE_ENV = "LWSC_TIMEOUT_SCALE"
+
+
+def scale() -> float:
+    """The profile's `timeouts.scale`, handed to every test process through the environment."""
+    try:
+        return max(0.1, float(os.environ.get(SCALE_ENV, "1")))
+    except ValueError:
+        return 1.0
 
 
 def wait_for(
@@ -90,6 +102,7 @@ def _run(
     raise_on_timeout: bool,
     list_kwargs: dict[str, Any],
 ) -> Any:
+    timeout *= scale()
     deadline = time.monotonic() + timeout
     seen: dict[str, Obj] = {}
     while True:

@@ -8,11 +8,14 @@ ResourceFlavor. Any failure on the way stops everything already started: nothing
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import ssl
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ..errors import InfraError, UserError
 from ..install import controllers, manifests, pki
+from ..install import crds as crd_checks
 from ..k8s.client import api_client
 from ..k8s.wait import wait_for
 from ..profile import Profile
@@ -261,19 +265,55 @@ class LocalCluster:
         return manifests.split(manifests.rewrite(docs, self.port(f"{component}-webhook"), ca))
 
     def _start(self, bins: dict[str, Path], progress: Progress) -> ClusterHandle:
+        """Start-up in its documented order (module docstring); each step is a method below."""
         deadline = time.monotonic() + self.profile.ready_seconds
-        d = self.dir
-        p = pki.generate(d / "pki")
-        certs = d / "pki" / "webhook"
+        p, certs = self._prepare_state()
+        progress("starting etcd and kube-apiserver")
+        self._start_etcd(bins, deadline)
+        self._start_apiserver(bins, p, deadline)
+
+        progress("starting KCM, scheduler, kwok; installing LWS and Kueue CRDs")
+        kcm, sched, kwok = self._start_kube_components(bins, p)
+        ca = p.ca_crt.read_bytes()
+        lws_crds, lws_hooks = self._manifests(bins["kubectl"], "lws", ca)
+        kueue_crds, kueue_hooks = self._manifests(bins["kubectl"], "kueue", ca)
+        self._apply(bins["kubectl"], lws_crds + kueue_crds)
+        api = api_client(self.kubeconfig)
+        try:
+            core = client.CoreV1Api(api)
+            for ns in ("lws-system", "kueue-system"):
+                core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+            self._create_nodes(core)
+            self._wait_crds(api, lws_crds + kueue_crds, deadline)
+
+            progress("starting LWS and Kueue controllers")
+            lws, kueue = self._start_controllers(bins, certs)
+            for rec in (kcm, sched, lws, kueue):
+                self._wait_component(rec, deadline)
+            if not process.alive(kwok):
+                raise UserError(f"kwok exited during start-up (log: {kwok.log}: {process.log_tail(kwok.log)})")
+
+            progress("registering webhooks; creating Kueue Topology and ResourceFlavor")
+            self._apply(bins["kubectl"], lws_hooks + kueue_hooks)
+            self._apply_kueue_topology(bins["kubectl"])
+            self._wait_nodes_ready(api, deadline)
+            self._wait_default_sa(api, deadline)
+        finally:
+            api.close()
+        return self._write_handle()
+
+    def _prepare_state(self) -> tuple[pki.Pki, Path]:
+        """PKI, the webhook serving certificate directory, Kueue's metrics certs, the kubeconfig."""
+        p = pki.generate(self.dir / "pki")
+        certs = self.dir / "pki" / "webhook"
         certs.mkdir(parents=True, exist_ok=True)
         shutil.copy(p.admin_crt, certs / "tls.crt")
         shutil.copy(p.admin_key, certs / "tls.key")
         self._kueue_metrics_certs()
-        api_port = self.port("kube-apiserver")
-        self.kubeconfig.write_text(pki.kubeconfig(p, f"https://127.0.0.1:{api_port}"))
-        kc = str(self.kubeconfig)
+        self.kubeconfig.write_text(pki.kubeconfig(p, f"https://127.0.0.1:{self.port('kube-apiserver')}"))
+        return p, certs
 
-        progress("starting etcd and kube-apiserver")
+    def _start_etcd(self, bins: dict[str, Path], deadline: float) -> None:
         etcd_url = f"http://127.0.0.1:{self.port('etcd')}"
         peer_url = f"http://127.0.0.1:{self.port('etcd-peer')}"
         etcd = self._launch(
@@ -281,7 +321,7 @@ class LocalCluster:
             [
                 str(bins["etcd"]),
                 "--name=node0",
-                f"--data-dir={d / 'etcd'}",
+                f"--data-dir={self.dir / 'etcd'}",
                 f"--listen-client-urls={etcd_url}",
                 f"--advertise-client-urls={etcd_url}",
                 f"--listen-peer-urls={peer_url}",
@@ -294,16 +334,18 @@ class LocalCluster:
             ],
         )
         self._wait_component(etcd, deadline)
+
+    def _start_apiserver(self, bins: dict[str, Path], p: pki.Pki, deadline: float) -> None:
         apiserver = self._launch(
             "kube-apiserver",
             [
                 str(bins["kube-apiserver"]),
-                f"--etcd-servers={etcd_url}",
+                f"--etcd-servers=http://127.0.0.1:{self.port('etcd')}",
                 "--etcd-prefix=/registry",
                 "--allow-privileged=true",
                 "--authorization-mode=Node,RBAC",
                 "--bind-address=127.0.0.1",
-                f"--secure-port={api_port}",
+                f"--secure-port={self.port('kube-apiserver')}",
                 "--advertise-address=127.0.0.1",
                 "--endpoint-reconciler-type=none",
                 "--service-cluster-ip-range=10.96.0.0/16",
@@ -322,7 +364,11 @@ class LocalCluster:
         )
         self._wait_component(apiserver, deadline)
 
-        progress("starting KCM, scheduler, kwok; installing LWS and Kueue CRDs")
+    def _start_kube_components(
+        self, bins: dict[str, Path], p: pki.Pki
+    ) -> tuple[process.ProcRecord, process.ProcRecord, process.ProcRecord]:
+        """KCM, scheduler and kwok (not waited for here: they come up while the CRDs go in)."""
+        kc = str(self.kubeconfig)
         common = [
             f"--kubeconfig={kc}",
             "--bind-address=127.0.0.1",
@@ -356,13 +402,16 @@ class LocalCluster:
                 "--kube-api-burst=1000",
             ],
         )
+        return kcm, sched, self._start_kwok(bins)
+
+    def _start_kwok(self, bins: dict[str, Path]) -> process.ProcRecord:
         kwok_dir = module_dir("kwok", self.profile.versions["kwok"], None)
         stage_args = [f"--config={kwok_dir / 'kustomize' / 'stage' / s}" for s in KWOK_STAGES]
-        kwok = self._launch(
+        return self._launch(
             "kwok",
             [
                 str(bins["kwok"]),
-                f"--kubeconfig={kc}",
+                f"--kubeconfig={self.kubeconfig}",
                 "--manage-all-nodes=false",
                 f"--manage-nodes-with-annotation-selector={nodes.KWOK_ANNOTATION[0]}={nodes.KWOK_ANNOTATION[1]}",
                 "--cidr=10.244.0.0/16",
@@ -371,57 +420,38 @@ class LocalCluster:
                 *stage_args,
             ],
         )
-        ca = p.ca_crt.read_bytes()
-        lws_crds, lws_hooks = self._manifests(bins["kubectl"], "lws", ca)
-        kueue_crds, kueue_hooks = self._manifests(bins["kubectl"], "kueue", ca)
-        self._apply(bins["kubectl"], lws_crds + kueue_crds)
-        api = api_client(self.kubeconfig)
-        try:
-            core = client.CoreV1Api(api)
-            for ns in ("lws-system", "kueue-system"):
-                core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-            self._create_nodes(core)
-            self._wait_crds(api, deadline)
 
-            progress("starting LWS and Kueue controllers")
-            lws_cfg = controllers.write(
-                d / "config" / "lws.yaml",
-                controllers.lws_config(
-                    self.port("lws-webhook"), self.port("lws-metrics"), self.port("lws-health"), certs
-                ),
-            )
-            kueue_cfg = controllers.write(
-                d / "config" / "kueue.yaml",
-                controllers.kueue_config(
-                    self.port("kueue-webhook"), self.port("kueue-metrics"), self.port("kueue-health"), certs
-                ),
-            )
-            lws = self._launch(
-                "lws", [str(bins["lws"]), f"--config={lws_cfg}", f"--kubeconfig={kc}", "--zap-log-level=2"]
-            )
-            kueue = self._launch(
-                "kueue", [str(bins["kueue"]), f"--config={kueue_cfg}", f"--kubeconfig={kc}", "--zap-log-level=2"]
-            )
-            for rec in (kcm, sched, lws, kueue):
-                self._wait_component(rec, deadline)
-            if not process.alive(kwok):
-                raise UserError(f"kwok exited during start-up (log: {kwok.log}: {process.log_tail(kwok.log)})")
+    def _start_controllers(self, bins: dict[str, Path], certs: Path) -> tuple[process.ProcRecord, process.ProcRecord]:
+        """LWS and Kueue, each with its configuration file (only once their CRDs are served)."""
+        kc = str(self.kubeconfig)
+        lws_cfg = controllers.write(
+            self.dir / "config" / "lws.yaml",
+            controllers.lws_config(self.port("lws-webhook"), self.port("lws-metrics"), self.port("lws-health"), certs),
+        )
+        kueue_cfg = controllers.write(
+            self.dir / "config" / "kueue.yaml",
+            controllers.kueue_config(
+                self.port("kueue-webhook"), self.port("kueue-metrics"), self.port("kueue-health"), certs
+            ),
+        )
+        lws = self._launch("lws", [str(bins["lws"]), f"--config={lws_cfg}", f"--kubeconfig={kc}", "--zap-log-level=2"])
+        kueue = self._launch(
+            "kueue", [str(bins["kueue"]), f"--config={kueue_cfg}", f"--kubeconfig={kc}", "--zap-log-level=2"]
+        )
+        return lws, kueue
 
-            progress("registering webhooks; creating Kueue Topology and ResourceFlavor")
-            self._apply(bins["kubectl"], lws_hooks + kueue_hooks)
-            t = self.profile.topology
-            self._apply(
-                bins["kubectl"],
-                [
-                    nodes.kueue_topology(t, self.profile.kueue_topology_name),
-                    nodes.kueue_flavor(self.profile.kueue_flavor_name, self.profile.kueue_topology_name),
-                ],
-                force=False,
-            )
-            self._wait_nodes_ready(api, deadline)
-            self._wait_default_sa(api, deadline)
-        finally:
-            api.close()
+    def _apply_kueue_topology(self, kubectl: Path) -> None:
+        t = self.profile.topology
+        self._apply(
+            kubectl,
+            [
+                nodes.kueue_topology(t, self.profile.kueue_topology_name),
+                nodes.kueue_flavor(self.profile.kueue_flavor_name, self.profile.kueue_topology_name),
+            ],
+            force=False,
+        )
+
+    def _write_handle(self) -> ClusterHandle:
         handle = ClusterHandle(
             provider="local",
             kubeconfig=self.kubeconfig,
@@ -462,27 +492,50 @@ class LocalCluster:
                     raise
             core.patch_node_status(name, {"status": body["status"]})
 
-    def _wait_crds(self, api: client.ApiClient, deadline: float) -> None:
-        ext = client.ApiextensionsV1Api(api)
-
-        def established(objs: list[dict[str, Any]]) -> bool:
-            wanted = [o for o in objs if o["spec"]["group"].endswith(("x-k8s.io",))]
-            return bool(wanted) and all(
-                any(
-                    c["type"] == "Established" and c["status"] == "True"
-                    for c in (o.get("status") or {}).get("conditions") or []
-                )
-                for o in wanted
-            )
-
+    def _wait_crds(self, api: client.ApiClient, crds: list[dict[str, Any]], deadline: float) -> None:
+        """Every CRD we applied Established, then served by discovery (`install.crds`): a
+        controller started earlier can fail its start-up REST mappings and exit."""
+        names = [c["metadata"]["name"] for c in crds]
         wait_for(
             api,
-            ext.list_custom_resource_definition,
-            established,
-            what="CRDs",
-            condition="every LWS and Kueue CRD Established",
+            client.ApiextensionsV1Api(api).list_custom_resource_definition,
+            lambda objs: not crd_checks.not_established(objs, names),
+            what=f"{len(names)} LWS and Kueue CRDs",
+            condition="every one Established",
             timeout=max(1.0, deadline - time.monotonic()),
         )
+        self._wait_discovery(crd_checks.served_resources(crds), deadline)
+
+    def _wait_discovery(self, expected: dict[str, set[str]], deadline: float) -> None:
+        """Poll discovery (it cannot be watched) until every served group/version lists its
+        resources, in the aggregated `/apis` document and in `/apis/<group>/<version>`."""
+        missing: list[str] = []
+        while True:
+            aggregated = self._get_json("/apis", crd_checks.AGGREGATED_ACCEPT)
+            if aggregated is None:  # not answered: nothing can be taken as served
+                aggregated = {"kind": "APIGroupDiscoveryList", "items": []}
+            per_version = {gv: self._get_json(f"/apis/{gv}", "application/json") for gv in expected}
+            missing = crd_checks.missing_from_discovery(expected, aggregated, per_version)
+            if not missing:
+                return
+            if time.monotonic() >= deadline:
+                raise InfraError(
+                    f"CRDs Established but not served by discovery in time: {'; '.join(missing[:6])}; "
+                    "raise timeouts.ready_seconds or check the kube-apiserver log "
+                    f"({self.log('kube-apiserver')})"
+                )
+            time.sleep(0.1)
+
+    def _get_json(self, path: str, accept: str) -> dict[str, Any] | None:
+        """GET `path` from the API server as the admin; None on 404 or a connection error."""
+        url = f"https://127.0.0.1:{self.port('kube-apiserver')}{path}"
+        req = urllib.request.Request(url, headers={"Accept": accept})
+        try:
+            with urllib.request.urlopen(req, timeout=5, context=self._tls(True)) as resp:
+                body: dict[str, Any] = json.loads(resp.read())
+                return body
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
 
     def _wait_nodes_ready(self, api: client.ApiClient, deadline: float) -> None:
         expected = self.profile.topology.nodes

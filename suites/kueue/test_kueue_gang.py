@@ -10,6 +10,7 @@ sampled. Quota is expressed in GPUs, 1 per pod, so the arithmetic reads as "pods
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import kueue_helpers as K
@@ -17,6 +18,7 @@ import pytest
 
 from lws_conformance import workloads
 from lws_conformance.k8s import predicates as P
+from lws_conformance.observe import artifact_dir, record, verify
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import Scenario
 
@@ -135,34 +137,42 @@ def test_deleting_admitted_lws_admits_waiting_group_whole(
 
 @pytest.mark.requirement("KUEUE-SCALE-001")
 def test_scale_up_admits_new_groups_whole_as_quota_allows(
-    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, tmp_path: Path
 ) -> None:
-    """1 -> 3 groups with quota for 2 groups and 1 pod: one new group starts whole, one waits whole."""
+    """1 -> 3 groups with quota for 2 groups and 1 pod: one new group starts whole, one waits whole,
+    and starts whole when the quota is raised. Both new groups are checked in the watch stream
+    (resourceVersion order, pods and Workloads): every pod created behind a scheduling gate, and
+    no pod ungated before the write that made its group's Workload Admitted."""
     size = 2
     t = lwsc_cluster.topology
     K.plain_queue(scenario, unique, _quota(t, 2 * size + 1))
     scenario.create(_gang_lws("up", lwsc_cluster, 1, size))
     scenario.wait_pods(K.split(1, size, ready=1), "group 0 Ready", selector=K.selector("up"))
-
-    scenario.patch_lws("up", {"spec": {"replicas": 3}})
-    up, (waiting,) = scenario.wait_pods(
-        K.split(3, size, ready=2), "two groups whole and Ready, the third wholly held", selector=K.selector("up")
-    )
-    assert 0 in up, "the original group must keep running"
     uid = K.lws_uid(scenario, "up")
-    K.wait_pending(scenario, uid, workloads.lws_workload_name("up", uid, waiting))
-    escaped = scenario.observe_pods(K.leak(waiting), K.OBSERVE_SECONDS, selector=K.selector("up"))
-    assert escaped is None, escaped
-    names = {workloads.lws_workload_name("up", uid, i) for i in range(3)}
-    K.wait_workloads(
-        scenario,
-        uid,
-        lambda ws: set(K.by_name(ws)) == names and sum(map(K.admitted, ws)) == 2,
-        "3 Workloads, 2 admitted",
-    )
 
-    K.set_quota(scenario, unique, _quota(t, 3 * size))
-    scenario.wait_pods(K.split(3, size, ready=3), "the waiting group admitted whole", selector=K.selector("up"))
+    with record(scenario.api, scenario.namespace) as tl:
+        scenario.patch_lws("up", {"spec": {"replicas": 3}})
+        up, (waiting,) = scenario.wait_pods(
+            K.split(3, size, ready=2), "two groups whole and Ready, the third wholly held", selector=K.selector("up")
+        )
+        assert 0 in up, "the original group must keep running"
+        K.wait_pending(scenario, uid, workloads.lws_workload_name("up", uid, waiting))
+        escaped = scenario.observe_pods(K.leak(waiting), K.OBSERVE_SECONDS, selector=K.selector("up"))
+        assert escaped is None, escaped
+        names = {workloads.lws_workload_name("up", uid, i) for i in range(3)}
+        K.wait_workloads(
+            scenario,
+            uid,
+            lambda ws: set(K.by_name(ws)) == names and sum(map(K.admitted, ws)) == 2,
+            "3 Workloads, 2 admitted",
+        )
+
+        K.set_quota(scenario, unique, _quota(t, 3 * size))
+        scenario.wait_pods(K.split(3, size, ready=3), "the waiting group admitted whole", selector=K.selector("up"))
+    events = verify(tl, artifact_dir(tmp_path), "up", lws="up", only=[])
+    wrong = P.released_before_admission(events, "up", [1, 2], lambda g: workloads.lws_workload_name("up", uid, g))
+    timeline = artifact_dir(tmp_path) / "up.timeline.json"
+    assert not wrong, f"new groups not gated until admitted: {wrong} (timeline: {timeline})"
 
 
 @pytest.mark.requirement("KUEUE-SCALE-002")

@@ -9,6 +9,7 @@ Throughout, the number of pods Kueue lets through must stay within the ClusterQu
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import kueue_helpers as K
@@ -17,6 +18,7 @@ import pytest
 from lws_conformance import workloads
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import wait_for
+from lws_conformance.observe import artifact_dir, record, verify
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import Scenario
 
@@ -59,63 +61,90 @@ def _rolled(replicas: int, size: int) -> Any:
     return check
 
 
-def _settled(replicas: int) -> Any:
-    def check(lws: Obj) -> bool:
-        st = lws.get("status") or {}
-        return (
-            st.get("observedGeneration") == lws["metadata"]["generation"]
-            and st.get("updatedReplicas") == replicas
-            and st.get("readyReplicas") == replicas
-            and st.get("replicas") == replicas
-            and P.condition(lws, "Available") == "True"
-        )
 
-    return check
+def _one_gpu_per_pod(scenario: Scenario, name: str, gpu: str) -> None:
+    """Both templates request exactly 1 `gpu` per pod (limits = requests), so a pod costs 1."""
+    lwt = scenario.lws(name)["spec"]["leaderWorkerTemplate"]
+    for key in ("leaderTemplate", "workerTemplate"):
+        assert K.gpus(lwt[key], gpu) == 1, f"{name} {key} must request 1 {gpu} per pod: {lwt[key]['spec']}"
+
+
+def _workload_of(uids: dict[str, str]) -> Any:
+    """Pod snapshot -> the name of its group's Workload (from the LWS name and group index labels)."""
+
+    def workload(pod: Obj) -> str | None:
+        labels = pod.get("labels") or {}
+        lws, idx = labels.get(K.NAME_LABEL), labels.get(P.GROUP_INDEX)
+        return workloads.lws_workload_name(lws, uids[lws], int(idx)) if lws in uids and idx is not None else None
+
+    return workload
+
+
+def _check_workloads_after(scenario: Scenario, waiting_uid: str, size: int) -> None:
+    """The waiting LWS still holds no quota, and every Workload covers one group of `size` pods
+    (what the replay charged it: `size` pods at 1 GPU)."""
+    listing: Any = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, waiting_uid))
+    (waiting,) = listing["items"]
+    assert not K.quota_reserved(waiting), "the waiting LWS got quota while the rolled LWS held all of it"
+    every: Any = scenario.custom.list_namespaced_custom_object(
+        workloads.KUEUE_GROUP, workloads.KUEUE_VERSION, scenario.namespace, "workloads"
+    )
+    for wl in every["items"]:
+        pods = sum(ps["count"] for ps in wl["spec"]["podSets"])
+        assert pods == size, f"Workload {wl['metadata']['name']} covers {pods} pods, charged {size}"
 
 
 @pytest.mark.requirement("KUEUE-UPDATE-001")
 def test_rolling_update_without_surge_completes_within_quota(
-    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, tmp_path: Path
 ) -> None:
-    """Quota for exactly the LWS's groups; every released pod is watched against it during the rollout."""
+    """Quota for exactly the LWS's groups, and a second LWS waiting in the same queue, so an
+    over-admission has something to let through. With maxSurge 0 the LWS's own pod names are
+    exactly its quota, so its pods alone can never show one: what is checked, at every watch event
+    of the rollout (pods and Workloads of both, in resourceVersion order), is that the pods
+    released from the gate (terminating ones included: they are on their nodes until gone) and the
+    Workloads holding quota (QuotaReserved) fit the quota, and that every released pod's Workload
+    holds quota."""
     replicas, size = 2, 2
     gpu = lwsc_cluster.topology.gpu_resource
     quota = replicas * size
     K.plain_queue(scenario, unique, {"cpu": "100", "memory": "100Gi", gpu: str(quota)})
     scenario.create(_lws("ru", lwsc_cluster, replicas, size, max_surge=0))
     scenario.wait_pods(K.all_ready(replicas, size), "both groups Ready", selector=K.selector("ru"))
+    scenario.create(_lws("wt", lwsc_cluster, 1, size, max_surge=0))
+    scenario.wait_pods(K.split(1, size, ready=0), "the second LWS wholly held (queue full)", selector=K.selector("wt"))
+    uids = {n: K.lws_uid(scenario, n) for n in ("ru", "wt")}
+    K.wait_pending(scenario, uids["wt"], workloads.lws_workload_name("wt", uids["wt"], 0))
+    for n in uids:
+        _one_gpu_per_pod(scenario, n, gpu)
 
-    peak: dict[str, Any] = {"gpus": 0, "pods": ""}
-    done = _rolled(replicas, size)
-
-    def check(pods: list[Obj]) -> Any:
-        released = [p for p in P.live(pods) if not P.gated(p)]
-        used = sum(K.gpus(p, gpu) for p in released)
-        if used > peak["gpus"]:
-            peak.update(gpus=used, pods=" ".join(sorted(p["metadata"]["name"] for p in released)))
-        return done(pods)
-
-    wait_for(
-        scenario.api,
-        scenario.core.list_namespaced_pod,
-        K.act_then_wait(lambda: _update_image(scenario, "ru"), check),
-        what=f"pods of {scenario.namespace}/ru",
-        condition=f"every pod on {NEW}, ungated and Ready",
-        timeout=60,
-        diagnose=scenario.diagnose,
-        namespace=scenario.namespace,
-        label_selector=K.selector("ru"),
-    )
-    assert peak["gpus"] <= quota, f"{peak['gpus']} {gpu} released during the rollout, quota {quota}: {peak['pods']}"
-    scenario.wait_lws("ru", _settled(replicas), "rollout finished: updated == ready == replicas, Available")
-    uid = K.lws_uid(scenario, "ru")
-    names = {workloads.lws_workload_name("ru", uid, i) for i in range(replicas)}
+    with record(scenario.api, scenario.namespace) as tl:
+        wait_for(
+            scenario.api,
+            scenario.core.list_namespaced_pod,
+            K.act_then_wait(lambda: _update_image(scenario, "ru"), _rolled(replicas, size)),
+            what=f"pods of {scenario.namespace}/ru",
+            condition=f"every pod on {NEW}, ungated and Ready",
+            timeout=60,
+            diagnose=scenario.diagnose,
+            namespace=scenario.namespace,
+            label_selector=K.selector("ru"),
+        )
+        scenario.wait_lws(
+            "ru", scenario.settled(replicas), "rollout finished: updated == ready == replicas, Available"
+        )
+    events = verify(tl, artifact_dir(tmp_path), "ru", lws="ru", only=[])
+    wrong = P.quota_violations(events, quota, lambda pod: 1, lambda wl: size, _workload_of(uids))
+    timeline = artifact_dir(tmp_path) / "ru.timeline.json"
+    assert not wrong, f"{gpu} quota {quota} exceeded during the rollout: {wrong} (timeline: {timeline})"
+    names = {workloads.lws_workload_name("ru", uids["ru"], i) for i in range(replicas)}
     K.wait_workloads(
         scenario,
-        uid,
+        uids["ru"],
         lambda ws: set(K.by_name(ws)) == names and all(map(K.admitted, ws)),
         "the same Workloads, Admitted",
     )
+    _check_workloads_after(scenario, uids["wt"], size)
 
 
 @pytest.mark.requirement("KUEUE-UPDATE-002")
@@ -156,7 +185,7 @@ def test_rolling_update_with_surge_gets_and_drops_surge_workloads(
     )
     assert all(seen.values()), f"surge Workloads never admitted although quota covered them: {seen}"
     scenario.wait_pods(_rolled(replicas, size), f"every pod on {NEW} and Ready", selector=K.selector("rs"))
-    scenario.wait_lws("rs", _settled(replicas), "rollout finished: updated == ready == replicas, Available")
+    scenario.wait_lws("rs", scenario.settled(replicas), "rollout finished: updated == ready == replicas, Available")
     K.wait_workloads(
         scenario, uid, lambda ws: set(K.by_name(ws)) == steady and all(map(K.admitted, ws)), "steady Workloads Admitted"
     )

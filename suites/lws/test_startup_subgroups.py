@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +23,7 @@ from lws_conformance.catalogue import parse_version
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.client import to_dict
 from lws_conformance.k8s.wait import observe
+from lws_conformance.observe import artifact_dir, record, verify
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import Scenario
 
@@ -78,40 +79,43 @@ def test_leader_created_starts_workers_before_the_leader_is_ready(scenario: Scen
 
 
 @pytest.mark.requirement("LWS-STARTUP-002")
-def test_leader_ready_defers_workers_until_the_leader_is_ready(scenario: Scenario) -> None:
+def test_leader_ready_defers_workers_until_the_leader_is_ready(scenario: Scenario, tmp_path: Path) -> None:
     """LeaderReady: no worker StatefulSet exists while the leader is not Ready (watched for a
-    window), and it appears once the leader becomes Ready."""
+    window), and it appears once the leader becomes Ready. The order is proven from the watch
+    stream (resourceVersion order, recorded from before the LWS exists): the worker StatefulSet
+    and every worker pod are written after the write that made the leader Ready; timestamps (1 s)
+    could not tell the two apart within one second."""
     sc, name = scenario, "lr"
-    sc.create(_held_leader_lws(name, replicas=1, size=3, startup="LeaderReady"))
-    (leader,) = sc.wait_pods(_leaders_held(name, 1), "leader lr-0 Pending behind the hold gate")
-    early = observe(
-        sc.api,
-        sc.apps.list_namespaced_stateful_set,
-        lambda objs: _worker_sts(name, objs) or None,
-        duration=5,
-        namespace=sc.namespace,
-    )
-    assert early is None, f"worker StatefulSet(s) {early} created before leader {name}-0 was Ready"
-    assert not sc.pods(f"{PREFIX}worker-index=1"), "worker pods exist before the leader is Ready"
+    with record(sc.api, sc.namespace, workloads=False) as tl:
+        sc.create(_held_leader_lws(name, replicas=1, size=3, startup="LeaderReady"))
+        (leader,) = sc.wait_pods(_leaders_held(name, 1), "leader lr-0 Pending behind the hold gate")
+        early = observe(
+            sc.api,
+            sc.apps.list_namespaced_stateful_set,
+            lambda objs: _worker_sts(name, objs) or None,
+            duration=5,
+            namespace=sc.namespace,
+        )
+        assert early is None, f"worker StatefulSet(s) {early} created before leader {name}-0 was Ready"
+        assert not sc.pods(f"{PREFIX}worker-index=1"), "worker pods exist before the leader is Ready"
 
-    sc.core.patch_namespaced_pod(f"{name}-0", sc.namespace, [{"op": "remove", "path": "/spec/schedulingGates"}])
-    sts = sc.wait_statefulsets(
-        lambda objs: [s for s in objs if s["metadata"]["name"] == f"{name}-0"] or None,
-        "worker StatefulSet lr-0 created after the leader became Ready",
-    )[0]
+        sc.core.patch_namespaced_pod(f"{name}-0", sc.namespace, [{"op": "remove", "path": "/spec/schedulingGates"}])
+        sc.wait_statefulsets(
+            lambda objs: [s for s in objs if s["metadata"]["name"] == f"{name}-0"] or None,
+            "worker StatefulSet lr-0 created after the leader became Ready",
+        )
+        sc.wait_pods(
+            lambda ps: (
+                ps if P.names(ps) == P.expected_pod_names(name, 1, 3) and all(map(P.pod_ready, P.live(ps))) else None
+            ),
+            "the whole group Ready",
+        )
+    events = verify(tl, artifact_dir(tmp_path), name, lws=name, only=[])
     pod = to_dict(sc.api, sc.core.read_namespaced_pod(f"{name}-0", sc.namespace))
     assert pod["metadata"]["uid"] == leader["metadata"]["uid"], "the leader was replaced instead of released"
-    ready = next(c for c in pod["status"].get("conditions") or [] if c["type"] == "Ready")
-    assert ready["status"] == "True", f"worker StatefulSet exists but leader is {ready}"
-    created = datetime.fromisoformat(sts["metadata"]["creationTimestamp"])
-    became_ready = datetime.fromisoformat(ready["lastTransitionTime"])
-    assert created >= became_ready, f"worker StatefulSet created at {created}, leader Ready only at {became_ready}"
-    sc.wait_pods(
-        lambda ps: (
-            ps if P.names(ps) == P.expected_pod_names(name, 1, 3) and all(map(P.pod_ready, P.live(ps))) else None
-        ),
-        "the whole group Ready",
-    )
+    wrong = P.workers_before_leader_ready(events, name, 0)
+    timeline = artifact_dir(tmp_path) / f"{name}.timeline.json"
+    assert not wrong, f"LeaderReady violated in write order: {wrong} (timeline: {timeline})"
 
 
 # -- subgroups -------------------------------------------------------------------------------
@@ -175,19 +179,11 @@ def _check_subgroups(sc: Scenario, name: str, size: int, sgs: int, policy: str, 
         pytest.param(3, 1, id="size3-sub1"),  # every pod its own subgroup; broken on <= v0.9.x (#917)
     ],
 )
-def test_subgroup_labels_leader_worker(
-    scenario: Scenario, lwsc_cluster: ClusterHandle, request: pytest.FixtureRequest, size: int, sgs: int
-) -> None:
+def test_subgroup_labels_leader_worker(scenario: Scenario, size: int, sgs: int) -> None:
     """LeaderWorker: the leader is subgroup 0, workers follow the formula, and no worker shares
-    the leader's subgroup unless the formula puts it there; subgroup-key = sha1hex("L-i/<index>")."""
-    if sgs == 1 and parse_version(lwsc_cluster.versions["lws"]) < (0, 10, 0):
-        request.node.add_marker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="kubernetes-sigs/lws#917: with subGroupSize=1 worker j gets subgroup j-1, so L-i-1 "
-                "collides with the leader in subgroup 0 (fixed by #918 in v0.10.0)",
-            )
-        )
+    the leader's subgroup unless the formula puts it there; subgroup-key = sha1hex("L-i/<index>").
+    On LWS < v0.10.0 the size3-sub1 case shows kubernetes-sigs/lws#917 (worker j gets j-1): a
+    known deviation matched by its symptom (fixtures/known-deviations.yaml), never a blanket xfail."""
     _check_subgroups(scenario, f"sg{size}{sgs}", size, sgs, "LeaderWorker", expected_subgroup)
 
 

@@ -82,7 +82,6 @@ def _bump_env(sc: Scenario, name: str, value: str) -> None:
     sc.patch_lws(name, {"spec": {"leaderWorkerTemplate": {"leaderTemplate": {"spec": {"containers": containers}}}}})
 
 
-_settled = P.lws_settled  # Available, counts as given, status for the current generation
 
 
 def _pods_at(name: str, replicas: int, size: int, revision_of: Any) -> Any:
@@ -220,10 +219,10 @@ def test_rolling_update_matrix(
 
     with _recorded(sc) as tl:
         sc.create(_lws(name, case.replicas, case.size, case.mu, case.ms))
-        sc.wait_lws(name, _settled(case.replicas), f"Available with {case.replicas} groups")
+        sc.wait_lws(name, sc.settled(case.replicas), f"Available with {case.replicas} groups")
         old = _leader_revision(sc, name)
         (_bump_env if case.trigger == "env" else _bump_annotation)(sc, name, "1")
-        final = sc.wait_lws(name, _settled(case.replicas), "update done: Available, all groups updated")
+        final = sc.wait_lws(name, sc.settled(case.replicas), "update done: Available, all groups updated")
         new = _leader_revision(sc, name)
         assert new != old, "the template change did not create a new revision"
         sc.wait_pods(_pods_at(name, case.replicas, case.size, lambda g: new), f"all pods Ready at revision {new}")
@@ -287,11 +286,11 @@ def _held_update(sc: Scenario, name: str, replicas: int, size: int, part: int) -
     """Create the LWS, let it settle, set spec.partition `part` and change the template; return
     (old, new) revision once the groups at or above the partition are updated and it holds."""
     sc.create(_lws(name, replicas, size))
-    sc.wait_lws(name, _settled(replicas), f"Available with {replicas} groups")
+    sc.wait_lws(name, sc.settled(replicas), f"Available with {replicas} groups")
     old = _leader_revision(sc, name)
     _set_partition(sc, name, part)
     _bump_annotation(sc, name, "1")
-    sc.wait_lws(name, _settled(replicas, updated=replicas - part),
+    sc.wait_lws(name, sc.settled(replicas, updated=replicas - part),
                 f"Available, updatedReplicas {replicas - part} (partition {part} holding)")
     return old, _leader_revision(sc, name)
 
@@ -316,7 +315,7 @@ def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, claim: C
             violation = sc.observe_pods(_moved_below(part, old), duration=2)
             assert violation is None, violation
         _set_partition(sc, name, 0)
-        sc.wait_lws(name, _settled(r), "update done after partition 0")
+        sc.wait_lws(name, sc.settled(r), "update done after partition 0")
         sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
@@ -341,7 +340,7 @@ def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, cla
     sc, name, r, size = scenario, "rs", 3, 2
     with _recorded(sc) as tl:
         sc.create(_lws(name, r, size, mu=1, ms=1))
-        sc.wait_lws(name, _settled(r), "Available with 3 groups")
+        sc.wait_lws(name, sc.settled(r), "Available with 3 groups")
         old = _leader_revision(sc, name)
         _set_partition(sc, name, 2)
         _bump_annotation(sc, name, "1")
@@ -355,7 +354,7 @@ def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, cla
         new = _leader_revision(sc, name)
         sc.wait_pods(_pods_at(name, r + 1, size, lambda g: new if g >= 2 else old), "surge group 3 kept, 0-1 old")
         _set_partition(sc, name, 0)
-        sc.wait_lws(name, _settled(r), "update done, surge reclaimed")
+        sc.wait_lws(name, sc.settled(r), "update done, surge reclaimed")
         sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"3 groups at {new}, no surge group")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
@@ -382,10 +381,10 @@ def test_size_change_rolls_every_group(scenario: Scenario, claim: Claims, tmp_pa
     sc, name, r = scenario, "sz", 2
     with _recorded(sc) as tl:
         sc.create(_lws(name, r, 2))
-        sc.wait_lws(name, _settled(r), "Available with 2 groups of 2")
+        sc.wait_lws(name, sc.settled(r), "Available with 2 groups of 2")
         old = _leader_revision(sc, name)
         sc.patch_lws(name, {"spec": {"leaderWorkerTemplate": {"size": 3}}})
-        sc.wait_lws(name, _settled(r), "update done")
+        sc.wait_lws(name, sc.settled(r), "update done")
         new = _leader_revision(sc, name)
         with claim("ROLL-SIZE-001"):
             assert new != old, "a size change must create a new revision"
@@ -416,7 +415,7 @@ def test_replicas_changed_mid_rollout(scenario: Scenario, claim: Claims, directi
         sc.wait_pods(_pods_at(name, r1, size, lambda g: new if g >= below else old),
                      f"{r1} groups: < {below} old, the rest new")
         _set_partition(sc, name, 0)
-        sc.wait_lws(name, _settled(r1), f"update done with {r1} groups")
+        sc.wait_lws(name, sc.settled(r1), f"update done with {r1} groups")
         sc.wait_pods(_pods_at(name, r1, size, lambda g: new), f"{r1} groups at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
@@ -440,11 +439,11 @@ def test_template_and_replicas_change_at_once(scenario: Scenario, claim: Claims,
     sc, name, size = scenario, "rt", 2
     with _recorded(sc) as tl:
         sc.create(_lws(name, 2, size))
-        sc.wait_lws(name, _settled(2), "Available with 2 groups")
+        sc.wait_lws(name, sc.settled(2), "Available with 2 groups")
         old = _leader_revision(sc, name)
         sc.patch_lws(name, {"spec": {"replicas": 4, "leaderWorkerTemplate": {
             "workerTemplate": {"metadata": {"annotations": {BUMP: "1"}}}}}})
-        sc.wait_lws(name, _settled(4), "update done with 4 groups")
+        sc.wait_lws(name, sc.settled(4), "update done with 4 groups")
         new = _leader_revision(sc, name)
         sc.wait_pods(_pods_at(name, 4, size, lambda g: new), f"4 groups at {new}")
 
@@ -465,9 +464,9 @@ def test_template_and_replicas_change_at_once(scenario: Scenario, claim: Claims,
 def _one_update(sc: Scenario, name: str, replicas: int, size: int, mu: int = 1) -> Timeline:
     with _recorded(sc) as tl:
         sc.create(_lws(name, replicas, size, mu=mu))
-        sc.wait_lws(name, _settled(replicas), f"Available with {replicas} groups")
+        sc.wait_lws(name, sc.settled(replicas), f"Available with {replicas} groups")
         _bump_annotation(sc, name, "1")
-        sc.wait_lws(name, _settled(replicas), "update done")
+        sc.wait_lws(name, sc.settled(replicas), "update done")
         new = _leader_revision(sc, name)
         sc.wait_pods(_pods_at(name, replicas, size, lambda g: new), f"all pods at {new}")
     return tl

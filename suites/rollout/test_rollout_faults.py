@@ -21,7 +21,6 @@ from test_rolling_update import (
     _pods_at,
     _recorded,
     _set_partition,
-    _settled,
 )
 
 from lws_conformance.claims import Claims
@@ -58,7 +57,7 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
             violation = sc.observe_pods(_moved_below(part, old), duration=5)
             assert violation is None, f"{violation} (kubernetes-sigs/lws#225 regression)"
         _set_partition(sc, name, 0)
-        sc.wait_lws(name, _settled(r), "update done after partition 0")
+        sc.wait_lws(name, sc.settled(r), "update done after partition 0")
         sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
@@ -93,7 +92,7 @@ def test_update_completes_when_every_old_group_is_unhealthy(
         sc.patch_lws(
             name, {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"nodeSelector": None}}}}}
         )
-        sc.wait_lws(name, _settled(r), f"Available with {r} groups after the fixed template rolled out", timeout=90)
+        sc.wait_lws(name, sc.settled(r), f"Available with {r} groups after the fixed template rolled out", timeout=90)
         new = _leader_revision(sc, name)
         assert new != old, "the template change did not create a new revision"
         sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")

@@ -1,0 +1,278 @@
+"""The watch-order checks that replaced weak suite checks (lws_conformance.k8s.predicates): each
+passes a stream shaped like what LWS v0.9.0 / Kueue v0.17.0 write, and fails the stream a
+misbehaving controller would write. Streams go through the timeline's real `snapshot()`, so a
+change of the recorded format breaks these tests, not the suites silently."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lws_conformance.k8s import predicates as P
+from lws_conformance.observe.timeline import Event, snapshot
+
+Obj = dict[str, Any]
+LBL = "leaderworkerset.sigs.k8s.io/"
+
+
+class Stream:
+    """Ordered events; resourceVersion = position. `initial()` marks what follows as the
+    recording's initial list until `watch()`."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.source = "watch"
+
+    def initial(self) -> Stream:
+        self.source = "list"
+        return self
+
+    def watch(self) -> Stream:
+        self.source = "watch"
+        return self
+
+    def add(self, kind: str, raw: Obj, etype: str = "MODIFIED") -> Stream:
+        n = len(self.events) + 1
+        raw = {**raw, "metadata": {**raw["metadata"], "resourceVersion": str(n)}}
+        self.events.append(Event(n - 1, n * 0.01, 0.0, kind, etype, snapshot(kind, raw), self.source))
+        return self
+
+    def pod(self, name: str, group: int, worker: int, *, etype: str = "MODIFIED", lws: str = "l", **kw: Any) -> Stream:
+        return self.add("Pod", pod(name, group, worker, lws=lws, **kw), etype)
+
+    def lws(self, name: str, conds: dict[str, str], etype: str = "MODIFIED") -> Stream:
+        status = {"conditions": [{"type": t, "status": s} for t, s in conds.items()]}
+        return self.add(
+            "LeaderWorkerSet", {"metadata": {"name": name, "uid": "u"}, "spec": {}, "status": status}, etype
+        )
+
+    def workload(self, name: str, conds: dict[str, str], etype: str = "MODIFIED") -> Stream:
+        status = {"conditions": [{"type": t, "status": s} for t, s in conds.items()]}
+        return self.add("Workload", {"metadata": {"name": name, "uid": "w-" + name}, "status": status}, etype)
+
+    def sts(self, name: str, etype: str = "ADDED") -> Stream:
+        return self.add(
+            "StatefulSet", {"metadata": {"name": name, "uid": "s-" + name}, "spec": {}, "status": {}}, etype
+        )
+
+
+def pod(
+    name: str,
+    group: int,
+    worker: int,
+    *,
+    lws: str = "l",
+    ready: bool = True,
+    gated: bool = False,
+    phase: str | None = None,
+    deleting: bool = False,
+    uid: str | None = None,
+) -> Obj:
+    meta: Obj = {
+        "name": name,
+        "uid": uid or "u-" + name,
+        "labels": {LBL + "name": lws, LBL + "group-index": str(group), LBL + "worker-index": str(worker)},
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    phase = phase or ("Running" if ready else "Pending")
+    spec: Obj = {"schedulingGates": [{"name": P.ADMISSION_GATE}]} if gated else {}
+    status = {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    return {"metadata": meta, "spec": spec, "status": status}
+
+
+# -- LWS-STATUS-001: Progressing before Available, in write order -----------------------------
+
+
+def test_progressing_then_available_in_write_order() -> None:
+    s = Stream().lws("st", {}, "ADDED").lws("st", {"Progressing": "True"})
+    s.lws("st", {"Progressing": "True"}).lws("st", {"Progressing": "False", "Available": "True"})
+    history = P.lws_condition_history(s.events, "st")
+    assert history == [{}, {"Progressing": "True"}, {"Progressing": "False", "Available": "True"}]
+    assert P.progressing_then_available(history) == []
+
+
+def test_available_first_or_without_flip_fails() -> None:
+    """Mutant: the controller writes Available straight away (or within the same second as
+    Progressing, which 1 s event timestamps could not order) / does not flip Progressing."""
+    straight = P.lws_condition_history(Stream().lws("st", {"Available": "True"}, "ADDED").events, "st")
+    assert any("first conditions" in v for v in P.progressing_then_available(straight))
+    reversed_ = Stream().lws("st", {"Available": "True"}).lws("st", {"Available": "False", "Progressing": "True"})
+    assert P.progressing_then_available(P.lws_condition_history(reversed_.events, "st"))
+    no_flip = Stream().lws("st", {"Progressing": "True"}).lws("st", {"Progressing": "True", "Available": "True"})
+    out = P.progressing_then_available(P.lws_condition_history(no_flip.events, "st"))
+    assert any("not False" in v for v in out) and any("both True" in v for v in out)
+    never = Stream().lws("st", {"Progressing": "True"})
+    assert any("never written" in v for v in P.progressing_then_available(P.lws_condition_history(never.events, "st")))
+    upd = Stream().lws("st", {"Progressing": "True", "UpdateInProgress": "True"})
+    upd.lws("st", {"Progressing": "False", "Available": "True", "UpdateInProgress": "False"})
+    assert any("UpdateInProgress" in v for v in P.progressing_then_available(P.lws_condition_history(upd.events, "st")))
+
+
+# -- LWS-STARTUP-002: nothing of the workers before the leader is Ready ------------------------
+
+
+def _leader_ready_stream(sts_first: bool) -> Stream:
+    s = Stream().pod("lr-0", 0, 0, etype="ADDED", lws="lr", ready=False)
+    if sts_first:
+        s.sts("lr-0")
+    s.pod("lr-0", 0, 0, lws="lr", ready=True)
+    if not sts_first:
+        s.sts("lr-0")
+    return s.pod("lr-0-1", 0, 1, etype="ADDED", lws="lr", ready=False).pod("lr-0-1", 0, 1, lws="lr")
+
+
+def test_workers_after_leader_ready() -> None:
+    assert P.workers_before_leader_ready(_leader_ready_stream(sts_first=False).events, "lr", 0) == []
+
+
+def test_worker_statefulset_before_leader_ready_fails() -> None:
+    """Mutant: pod controller ignores LeaderReady (creates the worker StatefulSet for a leader
+    that is not Ready yet); here one write before the Ready one, which timestamps cannot show."""
+    out = P.workers_before_leader_ready(_leader_ready_stream(sts_first=True).events, "lr", 0)
+    assert len(out) == 1 and "StatefulSet/lr-0" in out[0], out
+    early_pod = Stream().pod("lr-0-1", 0, 1, etype="ADDED", lws="lr", ready=False).pod("lr-0", 0, 0, lws="lr")
+    out = P.workers_before_leader_ready(early_pod.sts("lr-0").events, "lr", 0)
+    assert len(out) == 1 and "Pod/lr-0-1" in out[0], out
+    never = Stream().pod("lr-0", 0, 0, lws="lr", ready=False)
+    assert P.workers_before_leader_ready(never.events, "lr", 0) == ["worker StatefulSet lr-0 was never created"]
+
+
+# -- KUEUE-SCALE-001: the new groups gated until admitted --------------------------------------
+
+
+def _scale_stream(ungate_first: bool) -> Stream:
+    s = Stream().initial().pod("up-0", 0, 0, lws="up").workload("wl-0", {"Admitted": "True"}).watch()
+    s.workload("wl-1", {}, "ADDED")
+    s.pod("up-1", 1, 0, etype="ADDED", lws="up", gated=True, ready=False)
+    s.pod("up-1-1", 1, 1, etype="ADDED", lws="up", gated=True, ready=False)
+    if ungate_first:
+        s.pod("up-1", 1, 0, lws="up", ready=False)
+    s.workload("wl-1", {"QuotaReserved": "True", "Admitted": "True"})
+    s.pod("up-1", 1, 0, lws="up", ready=False).pod("up-1-1", 1, 1, lws="up", ready=False)
+    return s.pod("up-1", 1, 0, lws="up").pod("up-1-1", 1, 1, lws="up")
+
+
+def test_new_group_gated_until_admitted() -> None:
+    assert P.released_before_admission(_scale_stream(False).events, "up", [1], lambda g: f"wl-{g}") == []
+
+
+def test_new_group_released_early_or_created_ungated_fails() -> None:
+    """Mutants: Kueue ungates a group's pods before its Workload is admitted; the pod webhook
+    does not gate the pods of groups added by a scale-up."""
+    out = P.released_before_admission(_scale_stream(True).events, "up", [1], lambda g: f"wl-{g}")
+    assert len(out) == 1 and "up-1 of group 1 ungated" in out[0], out
+    ungated = Stream().pod("up-1", 1, 0, etype="ADDED", lws="up", ready=False)
+    ungated.workload("wl-1", {"Admitted": "True"})
+    out = P.released_before_admission(ungated.events, "up", [1], lambda g: f"wl-{g}")
+    assert any("without a scheduling gate" in v for v in out) and any("before Workload" in v for v in out), out
+    assert P.released_before_admission(Stream().events, "up", [2], lambda g: f"wl-{g}") == [
+        "no pod of group 2 was seen"
+    ]
+
+
+# -- KUEUE-UPDATE-001: released pods and reserved Workloads within quota, at every event -------
+
+
+def _cost_of_wl(_: Obj) -> int:
+    return 2
+
+
+def _wl_of_pod(p: Obj) -> str:
+    labels = p.get("labels") or {}
+    return f"{labels[LBL + 'name']}-{labels[LBL + 'group-index']}"
+
+
+def _rollout(waiter_released: bool = False, waiter_admitted: bool = False, early_ungate: bool = False) -> Stream:
+    """ru: 2 groups x 2 pods under quota 4; wt: 1 group x 2 pods waiting. Group 1 of ru is rolled:
+    its pods deleted (terminating first) and recreated behind the gate, released under its Workload."""
+    s = Stream().initial()
+    for g in (0, 1):
+        s.workload(f"ru-{g}", {"QuotaReserved": "True", "Admitted": "True"})
+        s.pod(f"ru-{g}", g, 0, lws="ru").pod(f"ru-{g}-1", g, 1, lws="ru")
+    s.workload("wt-0", {"QuotaReserved": "False"})
+    s.pod("wt-0", 0, 0, lws="wt", gated=True, ready=False).pod("wt-0-1", 0, 1, lws="wt", gated=True, ready=False)
+    s.watch()
+    s.pod("ru-1", 1, 0, lws="ru", deleting=True).pod("ru-1", 1, 0, etype="DELETED", lws="ru", deleting=True)
+    s.pod("ru-1", 1, 0, etype="ADDED", lws="ru", gated=True, ready=False, uid="new")
+    if early_ungate:
+        s.workload("ru-1", {"QuotaReserved": "False", "Admitted": "False"})
+    s.pod("ru-1", 1, 0, lws="ru", ready=False, uid="new").pod("ru-1", 1, 0, lws="ru", uid="new")
+    if waiter_admitted:
+        s.workload("wt-0", {"QuotaReserved": "True", "Admitted": "True"})
+    if waiter_released:
+        s.pod("wt-0", 0, 0, lws="wt", ready=False)
+    return s
+
+
+def _quota(s: Stream) -> list[str]:
+    return P.quota_violations(s.events, 4, lambda p: 1, _cost_of_wl, _wl_of_pod)
+
+
+def test_rollout_within_quota() -> None:
+    assert _quota(_rollout()) == []
+
+
+def test_over_admission_during_rollout_fails() -> None:
+    """Mutants: the waiting group's pods ungated without admission (pods over quota); Kueue
+    admits the waiting Workload while both groups still hold quota (reservations over quota);
+    a recreated pod released while its group's Workload lost its quota."""
+    out = _quota(_rollout(waiter_released=True))
+    assert any("released pods request 5 > quota 4" in v for v in out), out
+    assert any("wt-0 released while its Workload wt-0 holds no quota" in v for v in out), out
+    out = _quota(_rollout(waiter_admitted=True))
+    assert out and "QuotaReserved Workloads need 6 > quota 4" in out[0], out
+    out = _quota(_rollout(early_ungate=True))
+    assert out and "released while its Workload ru-1 holds no quota" in out[0], out
+
+
+def test_terminating_pods_still_count() -> None:
+    """A terminating pod is on its node until it is gone: counted, unlike a Failed one (a weak
+    check left terminating pods out, so a replacement released early was never seen)."""
+
+    def stream(old_phase: str) -> Stream:
+        s = Stream().initial().workload("a-0", {"QuotaReserved": "True"}).workload("b-0", {"QuotaReserved": "True"})
+        s.watch().pod("a-0", 0, 0, lws="a", deleting=True, phase=old_phase, ready=False)
+        return s.pod("b-0", 0, 0, lws="b").pod("b-0-1", 0, 1, lws="b")
+
+    out = P.quota_violations(stream("Running").events, 2, lambda p: 1, lambda w: 1, _wl_of_pod)
+    assert out == ["MODIFIED Pod/b-0-1 rv 5: released pods request 3 > quota 2: a-0 b-0 b-0-1"], out
+    assert P.quota_violations(stream("Failed").events, 2, lambda p: 1, lambda w: 1, _wl_of_pod) == []
+
+
+# -- CHAOS-EXP-003: the admitted group untouched through the Kueue outage ----------------------
+
+
+def _outage(disturb: str | None = None) -> Stream:
+    s = Stream().initial()
+    for g in (0, 1):
+        s.workload(f"wl-{g}", {"QuotaReserved": "True", "Admitted": "True"})
+        for w in range(3):
+            s.pod(f"c-{g}" + (f"-{w}" if w else ""), g, w, lws="c")
+    s.watch()
+    s.pod("c-0-1", 0, 1, lws="c", deleting=True).pod("c-0", 0, 0, lws="c", deleting=True)  # the restarted group
+    if disturb == "evicted":
+        s.workload("wl-1", {"QuotaReserved": "False", "Admitted": "False", "Evicted": "True"})
+    elif disturb == "replaced":
+        s.pod("c-1-2", 1, 2, etype="DELETED", lws="c").pod("c-1-2", 1, 2, etype="ADDED", lws="c", uid="x")
+    elif disturb == "unready":
+        s.pod("c-1", 1, 0, lws="c", ready=False)
+    s.pod("c-0", 0, 0, etype="ADDED", lws="c", gated=True, ready=False, uid="n0")
+    return s
+
+
+def test_admitted_group_untouched() -> None:
+    assert P.group_disturbances(_outage().events, "c", 1, 3, "wl-1") == []
+
+
+def test_disturbed_admitted_group_fails() -> None:
+    """Mutants: Kueue on restart evicts (re-queues) admitted Workloads it finds without a
+    running controller's cache; a pod of the admitted group replaced; a pod made not Ready."""
+    out = P.group_disturbances(_outage("evicted").events, "c", 1, 3, "wl-1")
+    assert len(out) == 1 and "not Admitted" in out[0] and "Evicted" in out[0], out
+    out = P.group_disturbances(_outage("replaced").events, "c", 1, 3, "wl-1")
+    assert any("deleted" in v for v in out) and any("a new pod" in v for v in out), out
+    out = P.group_disturbances(_outage("unready").events, "c", 1, 3, "wl-1")
+    assert len(out) == 1 and "not Ready" in out[0], out
+    out = P.group_disturbances(_outage().events, "c", 0, 3, "wl-0")
+    assert any("deleting" in v for v in out), out
+    assert any("not whole" in v for v in P.group_disturbances(Stream().events, "c", 1, 3, "wl-1"))
