@@ -78,3 +78,11 @@ def test_component_dying_at_startup_names_it_and_its_log(state: dict[str, str]) 
     ensure_binaries(load_profile(), lambda _m: None)  # cached after `lwsc build`
     proc = lwsc("--set", "binaries.etcd=/bin/false", "--set", f"network.base_port={BASE_PORT + 100}", "up", env=state)
     assert_one_line_error(proc, "etcd exited during start-up", "etcd.log")
+
+
+def test_certify_refuses_a_partial_selection(state: dict[str, str]) -> None:
+    """A certification run is every requirement: --focus / --skip are refused before anything runs."""
+    for extra in (["--focus", "LWS-NAME"], ["--skip", "ROLL"]):
+        proc = lwsc("--set", f"network.base_port={BASE_PORT}", "run", "--certify", *extra, env=state)
+        assert_one_line_error(proc, "--certify", "--focus/--skip")
+        assert not list(Path(state["LWSC_STATE_DIR"]).glob("*/pids")), "a cluster was started"

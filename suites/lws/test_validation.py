@@ -24,6 +24,7 @@ from kubernetes.client.exceptions import ApiException
 
 from lws_conformance import workloads
 from lws_conformance.catalogue import parse_version
+from lws_conformance.claims import Claims
 from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
 
 pytestmark = pytest.mark.cluster
@@ -154,6 +155,19 @@ def assert_accepted(out: Outcome, keeps: dict[str, Any]) -> Obj:
     for path, value in keeps.items():
         assert dig(out.obj, path) == value, f"{path}: {dig(out.obj, path)!r}, expected {value!r}"
     return out.obj
+
+
+def judge(claim: Claims, rid: str, out: Outcome, expect: Reject | dict[str, Any], lws_version: str) -> None:
+    """Requirement `rid` is the rule (rejected or accepted); how a rejection is made (layer, field,
+    message) is LWS-VALID-013."""
+    with claim(rid):
+        if isinstance(expect, Reject):
+            assert out.obj is None, f"accepted, but the API must reject it: {expect}"
+        else:
+            assert_accepted(out, expect)
+    if isinstance(expect, Reject) and out.obj is None:
+        with claim("LWS-VALID-013"):
+            assert_rejected(out, expect, lws_version)
 
 
 def check(scenario: Scenario, obj: Obj, expect: Reject | dict[str, Any]) -> None:
@@ -491,6 +505,7 @@ def test_zero_or_missing_sub_group_size_is_denied(scenario: Scenario, policy: Ob
 
 
 @pytest.mark.requirement("LWS-VALID-008")
+@pytest.mark.requirement("LWS-VALID-013")
 @pytest.mark.parametrize(
     ("spec", "expect"),
     [
@@ -512,10 +527,10 @@ def test_zero_or_missing_sub_group_size_is_denied(scenario: Scenario, policy: Ob
     ],
 )
 def test_leader_excluded_needs_size_minus_one_divisible(
-    scenario: Scenario, spec: Obj, expect: Reject | dict[str, Any]
+    scenario: Scenario, claim: Claims, spec: Obj, expect: Reject | dict[str, Any]
 ) -> None:
     """With LeaderExcluded the workers alone (size-1) must split evenly into subgroups."""
-    check(scenario, build(spec), expect)
+    judge(claim, "LWS-VALID-008", dry_create(scenario, build(spec)), expect, scenario.cluster.versions["lws"])
 
 
 @pytest.mark.requirement("LWS-VALID-009")
@@ -574,6 +589,7 @@ def test_enum_fields_are_enforced_by_the_schema(scenario: Scenario, spec: Obj, f
 
 # -- update-only rules ------------------------------------------------------------------------
 @pytest.mark.requirement("LWS-VALID-011")
+@pytest.mark.requirement("LWS-VALID-013")
 @pytest.mark.parametrize(
     ("initial", "patch", "expect"),
     [
@@ -597,10 +613,13 @@ def test_enum_fields_are_enforced_by_the_schema(scenario: Scenario, spec: Obj, f
         ),
     ],
 )
-def test_sub_group_policy_is_fixed_after_creation(scenario: Scenario, initial: Obj, patch: Obj, expect: Reject) -> None:
+def test_sub_group_policy_is_fixed_after_creation(
+    scenario: Scenario, claim: Claims, initial: Obj, patch: Obj, expect: Reject
+) -> None:
     """subGroupSize cannot change, and subGroupPolicy can be neither added nor removed, after create."""
     scenario.create(build({"replicas": 0, **initial}))
-    assert_rejected(dry_update(scenario, "v", {"spec": patch}), expect, scenario.cluster.versions["lws"])
+    out = dry_update(scenario, "v", {"spec": patch})
+    judge(claim, "LWS-VALID-011", out, expect, scenario.cluster.versions["lws"])
 
 
 @pytest.mark.requirement("LWS-VALID-012")

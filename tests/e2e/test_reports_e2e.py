@@ -69,6 +69,13 @@ def test_run_writes_every_artefact(run_dir: Path) -> None:
     verdicts = {r["id"]: r["verdict"] for r in doc["requirements"]}
     assert verdicts["LWS-NAME-001"] == "passed"
     assert doc["versions"]["lws"] and doc["totals"]["failed"] == 0
+    assert doc["harness"]["version"] and doc["harness"]["commit"], doc["harness"]
+    rows = {r["id"]: r for r in doc["requirements"]}
+    for row in rows.values():
+        assert row["level"] in ("MUST", "SHOULD") and row["sources"], row["id"]
+        if row["level"] == "MUST":
+            assert any(s["url"].startswith("https://") for s in row["sources"]), row["id"]
+    assert rows["LWS-NAME-001"]["ran_on"] == ["local cluster under test"]
     assert "LWS-NAME-001" in (run_dir / "junit_01.xml").read_text()
 
 
