@@ -482,6 +482,9 @@ def _sigterm(_signum: int, _frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _sigterm)
+    # Started in the background by a script, a process inherits SIGINT ignored; lwsc's cleanup
+    # path is KeyboardInterrupt, so Ctrl-C (SIGINT) must reach it however it was started.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     handlers = {
         "build": cmd_build,
         "up": cmd_up,

@@ -229,6 +229,7 @@ def _interrupted_experiment(controls: bool) -> Obj:
     return exp
 
 
+@pytest.mark.usefixtures("sigint_is_ctrl_c")
 def test_runner_undoes_faults_after_ctrl_c_and_reraises(tmp_path: Path) -> None:
     UNDONE.clear()
     with pytest.raises(KeyboardInterrupt):
@@ -237,6 +238,7 @@ def test_runner_undoes_faults_after_ctrl_c_and_reraises(tmp_path: Path) -> None:
     assert '"status": "interrupted"' in (tmp_path / "j.json").read_text()
 
 
+@pytest.mark.usefixtures("sigint_is_ctrl_c")
 def test_chaostoolkit_swallows_ctrl_c_and_the_control_undoes_the_fault() -> None:
     """What `chaos run` does: run_experiment returns (no exception) with status interrupted and
     plays no rollbacks; the lwsc-restore control is what undoes the fault."""

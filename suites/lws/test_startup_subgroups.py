@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from lws_conformance import workloads
 from lws_conformance.catalogue import parse_version
@@ -116,6 +118,72 @@ def test_leader_ready_defers_workers_until_the_leader_is_ready(scenario: Scenari
     wrong = P.workers_before_leader_ready(events, name, 0)
     timeline = artifact_dir(tmp_path) / f"{name}.timeline.json"
     assert not wrong, f"LeaderReady violated in write order: {wrong} (timeline: {timeline})"
+
+
+UNBACKED = "lwsc.x-k8s.io/unbacked"  # taint of a Node no kubelet (no kwok) runs
+
+
+def _unbacked_node(sc: Scenario, name: str) -> None:
+    """A Ready, tainted Node that no kubelet backs: a pod bound there is scheduled but never runs
+    and never turns Ready unless the test reports it, as a slow kubelet would (image pulls, model
+    loads). kwok manages only nodes with its annotation, so it leaves this one alone."""
+    topo = sc.cluster.topology
+    sc.core.create_node({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {topo.hostname_label: name}},
+        "spec": {"taints": [{"key": UNBACKED, "value": "true", "effect": "NoSchedule"}]},
+    })  # type: ignore[arg-type]  # the client accepts dicts
+    capacity = {"cpu": "32", "memory": "256Gi", "pods": "110"}
+    sc.core.patch_node_status(name, {"status": {
+        "capacity": capacity, "allocatable": capacity,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "lwsc"}],
+    }})
+
+
+def _report_ready(sc: Scenario, pod: str) -> None:
+    """What the kubelet would write once the leader's containers are up and ready."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    conds = [{"type": t, "status": "True", "lastTransitionTime": now}
+             for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")]
+    sc.core.patch_namespaced_pod_status(pod, sc.namespace, {"status": {"phase": "Running", "conditions": conds}})
+
+
+@pytest.mark.requirement("LWS-STARTUP-002")
+@pytest.mark.destructive  # adds a Node object no kubelet backs
+def test_leader_ready_waits_for_ready_not_for_scheduling(scenario: Scenario, unique: str) -> None:
+    """LeaderReady, with the leader scheduled but not Ready (bound to a node whose kubelet has not
+    reported it running): no worker StatefulSet may exist for the whole window; once the leader
+    is reported Ready the workers follow. On kwok a bound pod is Ready at once, so without this a
+    controller that waits only for scheduling would pass."""
+    sc, name, node = scenario, "ls", f"lwsc-{unique}"
+    obj = workloads.lws(name, replicas=1, size=3)
+    obj["spec"]["startupPolicy"] = "LeaderReady"
+    leader_spec = obj["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    leader_spec["nodeSelector"] = {sc.cluster.topology.hostname_label: node}
+    leader_spec["tolerations"] = [{"key": UNBACKED, "operator": "Exists", "effect": "NoSchedule"}]
+    _unbacked_node(sc, node)
+    try:
+        sc.create(obj)
+        sc.wait_pods(
+            lambda ps: ps if any(p["metadata"]["name"] == f"{name}-0" and p["spec"].get("nodeName") == node
+                                 and not P.pod_ready(p) for p in ps) else None,
+            f"leader {name}-0 bound to {node} and not Ready",
+        )
+        early = observe(sc.api, sc.apps.list_namespaced_stateful_set, lambda objs: _worker_sts(name, objs) or None,
+                        duration=5, namespace=sc.namespace)
+        assert early is None, f"worker StatefulSet(s) {early} created while leader {name}-0 was scheduled, not Ready"
+        _report_ready(sc, f"{name}-0")
+        sc.wait_statefulsets(lambda objs: [s for s in objs if s["metadata"]["name"] == f"{name}-0"] or None,
+                             f"worker StatefulSet {name}-0 created once the leader was Ready")
+    finally:
+        sc.custom.delete_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", sc.namespace,
+                                                  "leaderworkersets", name)
+        try:  # no kubelet will ever confirm its deletion
+            sc.core.delete_namespaced_pod(f"{name}-0", sc.namespace, grace_period_seconds=0)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        sc.core.delete_node(node)
 
 
 # -- subgroups -------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ def ctrl_c() -> None:
     signal.raise_signal(signal.SIGINT)
 
 
+@pytest.mark.usefixtures("sigint_is_ctrl_c")
 def test_ctrl_c_during_an_experiment_leaves_no_controller_stopped(
     private_scenario: Scenario, private_cluster: LocalCluster, tmp_path: Path
 ) -> None:
