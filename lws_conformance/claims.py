@@ -66,6 +66,7 @@ def gate(item: pytest.Item, versions: dict[str, str]) -> None:
             pytest.fail(f"test names requirement {rid}, which is not in {catalogue.CATALOGUE}", pytrace=False)
     for rid in ids:
         _allure_labels(reqs[rid])
+        item.user_properties.append(("requirement", rid))  # JUnit: a <property> per requirement
     item.stash[_VERSIONS] = dict(versions)
     na = {rid: why for rid in ids if (why := catalogue.not_applicable(reqs[rid], versions))}
     item.stash[_NOT_APPLICABLE] = na
