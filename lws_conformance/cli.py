@@ -387,6 +387,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "results.json").is_file():
         raise UserError(f"{run_dir} has no results.json; give a reports/<run-id> directory of `lwsc run`")
+    results = json.loads((run_dir / "results.json").read_text()).get("results") or []
+    if results and "outcomes" not in results[0]:
+        raise UserError(f"{run_dir} was written by an older lws-conformance (no per-requirement outcomes); re-run it")
     doc = render.render(run_dir, bincache.cache_root() / "node")
     print(run_dir / "summary.md")
     return 1 if doc.get("totals", {}).get("failed") else 0

@@ -334,7 +334,9 @@ def pytest_runtest_makereport(
     """On failure, attach what a reviewer needs: the namespace's objects and controller log tails."""
     report: pytest.TestReport = yield
     sc = getattr(item, "funcargs", {}).get("scenario") or getattr(item, "funcargs", {}).get("private_scenario")
-    if report.failed and report.when == "call" and isinstance(sc, Scenario):
+    # Also for a failure turned into a known deviation or a SHOULD warning (`claims`): the row
+    # then still carries the objects and controller logs a reviewer needs.
+    if report.when == "call" and (report.failed or hasattr(report, "wasxfail")) and isinstance(sc, Scenario):
         try:
             attach_failure_evidence(sc)
         except Exception as exc:  # evidence must never mask the failure itself
