@@ -1,4 +1,4 @@
-"""The watch-order checks that replaced weak suite checks (lws_conformance.k8s.predicates): each
+"""The watch-order checks of the suites (lws_conformance.k8s.predicates): each
 passes a stream shaped like what LWS v0.9.0 / Kueue v0.17.0 write, and fails the stream a
 misbehaving controller would write. Streams go through the timeline's real `snapshot()`, so a
 change of the recorded format breaks these tests, not the suites silently."""
