@@ -45,6 +45,7 @@ def test_should_and_deviation_only(claim):
 
 @pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("LWS-VALID-003")
+@pytest.mark.requirement("ROLL-SIZE-001")
 def test_sibling_not_applicable(claim):
     with claim("LWS-VALID-003"):
         assert False, "v0.9.0 does not validate this"
@@ -98,6 +99,7 @@ def test_known_deviation_and_should_warning_make_an_xfail_and_exit_0(pytester: p
     assert rows["LWS-VALID-003"]["verdict"] == "not-applicable"
     assert rows["ROLL-REV-001"]["verdict"] == "passed"
     assert rows["LWS-NAME-001"]["verdict"] == "not-run"
+    assert rows["ROLL-SIZE-001"]["verdict"] == "not-run"  # marked, but no claim checked it: no pass
     assert rows["ROLL-COND-002"]["level"] == "SHOULD" and rows["ROLL-SURGE-001"]["level"] == "MUST"
     assert any(s["url"].startswith("https://") for s in rows["ROLL-SURGE-001"]["sources"])
     assert _exit_code(0, pytester.path / "report") == 0

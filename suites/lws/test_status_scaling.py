@@ -115,15 +115,19 @@ def test_status_counts_follow_groups_and_generation(scenario: Scenario) -> None:
 
 
 @pytest.mark.requirement("LWS-STATUS-003")
-def test_hpa_pod_selector_selects_exactly_the_leaders(scenario: Scenario) -> None:
-    """status.hpaPodSelector is the documented string and selects the leader pods only."""
+@pytest.mark.requirement("LWS-STATUS-006")
+def test_hpa_pod_selector_selects_exactly_the_leaders(scenario: Scenario, claim: Claims) -> None:
+    """status.hpaPodSelector selects the leader pods only (LWS-STATUS-003, the API's promise)
+    and is v0.9.0's exact string (LWS-STATUS-006)."""
     sc, name = scenario, "hpa"
     sc.create(workloads.lws(name, replicas=2, size=3))
     sc.wait_pods(_ready_exactly(P.expected_pod_names(name, 2, 3)), "2 groups of 3 pods Ready")
     lws = sc.wait_lws(name, lambda o: (o.get("status") or {}).get("hpaPodSelector"), "hpaPodSelector set")
     selector = lws["status"]["hpaPodSelector"]
-    assert selector == f"{NAME_LABEL}={name},{WORKER_INDEX}=0", selector
-    assert P.names(sc.pods(selector)) == {f"{name}-0", f"{name}-1"}
+    with claim("LWS-STATUS-003"):
+        assert P.names(sc.pods(selector)) == {f"{name}-0", f"{name}-1"}, f"{selector!r} selects other pods"
+    with claim("LWS-STATUS-006"):
+        assert selector == f"{NAME_LABEL}={name},{WORKER_INDEX}=0", selector
 
 
 @pytest.mark.requirement("LWS-SCALE-001")
