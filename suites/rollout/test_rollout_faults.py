@@ -92,10 +92,13 @@ def test_update_completes_when_every_old_group_is_unhealthy(
         sc.patch_lws(
             name, {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"nodeSelector": None}}}}}
         )
-        sc.wait_lws(name, sc.settled(r), f"Available with {r} groups after the fixed template rolled out", timeout=90)
+        with claim("ROLL-FAULT-002"):
+            sc.wait_lws(name, sc.settled(r), f"Available with {r} groups after the fixed template rolled out",
+                        timeout=90)
         new = _leader_revision(sc, name)
-        assert new != old, "the template change did not create a new revision"
-        sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
+        with claim("ROLL-FAULT-002"):
+            assert new != old, "the template change did not create a new revision"
+            sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
 
     verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
