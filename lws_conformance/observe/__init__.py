@@ -37,6 +37,7 @@ __all__ = [
     "invariants",
     "picture",
     "record",
+    "saved",
     "sources",
     "verify",
 ]
@@ -61,23 +62,43 @@ class Checked:
         return [v for v in self.violations if v.invariant in names]
 
 
-def check(tl: Timeline, where: Path, name: str, *, lws: str | None = None, final: bool = True) -> Checked:
+def check(
+    tl: Timeline,
+    where: Path,
+    name: str,
+    *,
+    lws: str | None = None,
+    final: bool = True,
+    only: Sequence[str] | None = None,
+) -> Checked:
     """Save `tl` as <where>/<name>.timeline.json and .svg (the first violation highlighted) and
-    check every invariant; AssertionError if the recording is incomplete (nothing can be said)."""
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:120]
+    check the invariants named in `only` (default: all; `[]`: none, for tests that read the
+    stream themselves); AssertionError if the recording is incomplete (nothing can be said)."""
     events = tl.ordered()
     complete = tl.complete and not tl.gaps
-    violations = check_all(events, lws, final=final) if complete else []
-    json_path = tl.save(where / f"{stem}.timeline.json")
-    svg_path = picture.save(where / f"{stem}.svg", events, violations[0] if violations else None, lws)
-    allure.attach.file(str(svg_path), f"timeline {name}", allure.attachment_type.SVG)
-    allure.attach.file(str(json_path), f"timeline {name} (JSON)", allure.attachment_type.JSON)
-    paths = f"timeline: {json_path}\npicture: {svg_path}"
+    violations = check_all(events, lws, final=final, only=only) if complete and only != [] else []
+    paths = _store(tl, events, where, name, violations[0] if violations else None, lws)
     if not complete:
         why = tl.sync_error or "recorder did not finish its final sync"
         gaps = f"; re-listed (events possibly missed) at {tl.gaps}" if tl.gaps else ""
         raise AssertionError(f"recording of {tl.namespace} is incomplete, invariants not checked: {why}{gaps}\n{paths}")
     return Checked(events, violations, paths)
+
+
+def saved(tl: Timeline, where: Path, name: str, *, lws: str | None = None) -> list[Event]:
+    """Keep the evidence of a recording whose events the test checks itself (watch order): save
+    it and require it complete, checking no rollout invariant. Returns the ordered events."""
+    return check(tl, where, name, lws=lws, only=[]).events
+
+
+def _store(tl: Timeline, events: list[Event], where: Path, name: str, first: Violation | None, lws: str | None) -> str:
+    """Write the timeline JSON and SVG picture, attach both to Allure; return their paths."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:120]
+    json_path = tl.save(where / f"{stem}.timeline.json")
+    svg_path = picture.save(where / f"{stem}.svg", events, first, lws)
+    allure.attach.file(str(svg_path), f"timeline {name}", allure.attachment_type.SVG)
+    allure.attach.file(str(json_path), f"timeline {name} (JSON)", allure.attachment_type.JSON)
+    return f"timeline: {json_path}\npicture: {svg_path}"
 
 
 def describe(violations: Sequence[Violation], paths: str) -> str:
@@ -98,8 +119,7 @@ def verify(
 ) -> list[Event]:
     """`check`, then fail on any violation of the invariants named in `only` (default: all).
     Returns the ordered events."""
-    checked = check(tl, where, name, lws=lws, final=final)
-    found = checked.of(only) if only is not None else checked.violations
-    if found:
-        raise AssertionError(describe(found, checked.paths))
+    checked = check(tl, where, name, lws=lws, final=final, only=only)
+    if checked.violations:
+        raise AssertionError(describe(checked.violations, checked.paths))
     return checked.events

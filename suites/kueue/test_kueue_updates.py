@@ -18,7 +18,7 @@ import pytest
 from lws_conformance import workloads
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import wait_for
-from lws_conformance.observe import artifact_dir, record, verify
+from lws_conformance.observe import artifact_dir, record, saved
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import Scenario
 
@@ -133,7 +133,7 @@ def test_rolling_update_without_surge_completes_within_quota(
         scenario.wait_lws(
             "ru", scenario.settled(replicas), "rollout finished: updated == ready == replicas, Available"
         )
-    events = verify(tl, artifact_dir(tmp_path), "ru", lws="ru", only=[])
+    events = saved(tl, artifact_dir(tmp_path), "ru", lws="ru")
     wrong = P.quota_violations(events, quota, lambda pod: 1, lambda wl: size, _workload_of(uids))
     timeline = artifact_dir(tmp_path) / "ru.timeline.json"
     assert not wrong, f"{gpu} quota {quota} exceeded during the rollout: {wrong} (timeline: {timeline})"

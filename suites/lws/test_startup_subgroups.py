@@ -25,7 +25,7 @@ from lws_conformance.catalogue import parse_version
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.client import to_dict
 from lws_conformance.k8s.wait import observe
-from lws_conformance.observe import artifact_dir, record, verify
+from lws_conformance.observe import artifact_dir, record, saved
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import Scenario
 
@@ -112,7 +112,7 @@ def test_leader_ready_defers_workers_until_the_leader_is_ready(scenario: Scenari
             ),
             "the whole group Ready",
         )
-    events = verify(tl, artifact_dir(tmp_path), name, lws=name, only=[])
+    events = saved(tl, artifact_dir(tmp_path), name, lws=name)
     pod = to_dict(sc.api, sc.core.read_namespaced_pod(f"{name}-0", sc.namespace))
     assert pod["metadata"]["uid"] == leader["metadata"]["uid"], "the leader was replaced instead of released"
     wrong = P.workers_before_leader_ready(events, name, 0)

@@ -18,7 +18,7 @@ from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.client import to_dict
 from lws_conformance.k8s.wait import observe
-from lws_conformance.observe import artifact_dir, record, verify
+from lws_conformance.observe import artifact_dir, record, saved
 from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
 
 pytestmark = pytest.mark.cluster
@@ -82,7 +82,7 @@ def test_fresh_lws_is_progressing_then_available(scenario: Scenario, tmp_path: P
     with record(sc.api, sc.namespace, workloads=False) as tl:
         sc.create(workloads.lws(name, replicas=2, size=2))
         lws = sc.wait_lws(name, sc.settled(2), "Available=True with replicas/ready/updated 2")
-    events = verify(tl, artifact_dir(tmp_path), name, lws=name, only=[])
+    events = saved(tl, artifact_dir(tmp_path), name, lws=name)
     history = P.lws_condition_history(events, name)
     wrong = P.progressing_then_available(history)
     assert not wrong, f"condition history {history}: {wrong} (timeline: {_timeline(tmp_path, name)})"
