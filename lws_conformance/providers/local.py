@@ -55,8 +55,9 @@ KWOK_STAGES = (
     "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
     "pod/fast/pod-ready.yaml",
     "pod/fast/pod-complete.yaml",
-    "pod/fast/pod-delete.yaml",
 )
+# Replaces kwok's pod-delete stage (why: in the file).
+POD_DELETE_STAGE = Path(__file__).resolve().parents[2] / "fixtures" / "kwok" / "pod-delete.yaml"
 CAPABILITIES = frozenset({"stop-controller", "restart-apiserver", "node-failure", "pod-status-faults"})
 
 
@@ -407,6 +408,7 @@ class LocalCluster:
     def _start_kwok(self, bins: dict[str, Path]) -> process.ProcRecord:
         kwok_dir = module_dir("kwok", self.profile.versions["kwok"], None)
         stage_args = [f"--config={kwok_dir / 'kustomize' / 'stage' / s}" for s in KWOK_STAGES]
+        stage_args.append(f"--config={POD_DELETE_STAGE}")
         return self._launch(
             "kwok",
             [
