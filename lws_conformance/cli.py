@@ -30,13 +30,27 @@ from .providers.kind import KindCluster, KindTools
 from .providers.local import ORDER, LocalCluster, state_root
 from .report import render, summary
 from .toolchain import cache as bincache
+from .toolchain.gobuild import TRANSIENT
 
 PROJECT = Path(__file__).resolve().parent.parent
 
 
+_open_line = False  # a transient progress line is on the terminal, waiting to be rewritten
+
+
 def _progress(msg: str) -> None:
+    """One line per message; on a terminal a transient message (a build heartbeat) rewrites the
+    previous transient line in place instead of scrolling."""
+    global _open_line
     stamp = time.strftime("%H:%M:%S")
-    print(f"[{stamp}] {msg}", file=sys.stderr, flush=True)
+    transient = msg.startswith(TRANSIENT)
+    line = f"[{stamp}] {msg.removeprefix(TRANSIENT)}"
+    if sys.stderr.isatty():
+        end = "" if transient else "\n"
+        print(f"\r\x1b[K{line}" if _open_line else line, end=end, file=sys.stderr, flush=True)
+        _open_line = transient
+    else:
+        print(line, file=sys.stderr, flush=True)
 
 
 def _cluster(args: argparse.Namespace) -> LocalCluster:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..profile import Profile
-from . import cache
+from . import cache, diskspace, download
 from .gobuild import Progress, build, module_dir, module_download
 from .recipes import RECIPES
 
@@ -16,15 +16,21 @@ __all__ = ["ensure_binaries", "manifests_dir"]
 def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
     """Every binary the local cluster needs, building what is missing (cached by version).
 
-    Every version to build is resolved first, so a version the proxy refuses fails in seconds,
-    not after twenty minutes of building the components before it.
+    Official release binaries are downloaded and verified where the release servers answer
+    (etcd, Kubernetes, kwok); every version left to build is resolved first, so a version the
+    proxy refuses fails in seconds, not after twenty minutes of building the components before
+    it; then free disk space is checked once for what must be built.
     """
+    to_build = []
     for component, recipe in RECIPES.items():
         needed = not all(profile.binaries.get(b) for b in recipe.binaries)
         version, source = profile.versions[component], profile.sources.get(component)
         cached = all((cache.bin_dir(component, version) / b).is_file() for b in recipe.binaries)
-        if needed and not source and not cached:
+        if needed and not source and not cached and not download.fetch(component, version, progress):
             module_download(recipe.module, version)
+            to_build.append(component)
+    if to_build:
+        diskspace.check(to_build, progress)
     found: dict[str, Path] = {}
     for component, recipe in RECIPES.items():
         overrides = {b: profile.binaries.get(b) for b in recipe.binaries}

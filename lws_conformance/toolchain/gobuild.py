@@ -22,6 +22,9 @@ from . import cache
 from .recipes import RECIPES, Recipe, kubernetes_staging_replaces, ldflags, tools_go, wrapper_go_mod
 
 Progress = Callable[[str], None]
+TRANSIENT = "\r"  # a progress message starting with it may be rewritten in place on a terminal
+# Packages a cold `go build -v` compiles (measured here); the first estimate before any build of ours.
+COLD_PACKAGES = {"etcd": 650, "kubernetes": 2550, "kwok": 630, "lws": 655, "kueue": 1315}
 
 
 def go_binary() -> str:
@@ -82,9 +85,19 @@ def module_dir(component: str, version: str, source: str | None) -> Path:
     return Path(directory)
 
 
-def _run_with_progress(cmd: list[str], cwd: Path, log: Path, label: str, progress: Progress) -> None:
-    """Run `cmd`, teeing output to `log`; report progress on a heartbeat (1 s on a terminal,
-    30 s otherwise, so CI logs stay short) whether or not the command prints anything."""
+def _estimate(count: int, expected: int | None, elapsed: float) -> str:
+    """`, ~Ns left` from the package count of the last build of the same component."""
+    if not expected or count < 20 or count >= expected:
+        return ""
+    return f", ~{elapsed * (expected - count) / count:.0f}s left (of ~{expected} packages)"
+
+
+def _run_with_progress(
+    cmd: list[str], cwd: Path, log: Path, label: str, progress: Progress, expected: int | None = None
+) -> int:
+    """Run `cmd`, teeing output to `log`; report progress on a heartbeat (1 s on a terminal, as one
+    line rewritten in place; 30 s otherwise, so CI logs stay short) whether or not the command
+    prints anything. Returns how many lines (packages, for `go build -v`) it printed."""
     start = time.monotonic()
     interval = 1.0 if sys.stderr.isatty() else 30.0
     count = 0
@@ -109,7 +122,10 @@ def _run_with_progress(cmd: list[str], cwd: Path, log: Path, label: str, progres
                     rc = proc.wait(timeout=interval)
                     break
                 except subprocess.TimeoutExpired:
-                    progress(f"{label}: {count} packages, {time.monotonic() - start:.0f}s")
+                    elapsed = time.monotonic() - start
+                    progress(
+                        f"{TRANSIENT}{label}: {count} packages, {elapsed:.0f}s{_estimate(count, expected, elapsed)}"
+                    )
         except BaseException:
             proc.kill()
             proc.wait()
@@ -118,6 +134,20 @@ def _run_with_progress(cmd: list[str], cwd: Path, log: Path, label: str, progres
     if rc != 0:
         tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
         raise InfraError(f"{label} failed ({tail[0]}); full log: {log}")
+    return count
+
+
+def _packages_seen(component: str, count: int | None = None) -> int | None:
+    """The package count of this component's last build (the estimate's denominator); records
+    `count` when given."""
+    path = cache.cache_root() / "build-stats.json"
+    stats: dict[str, int] = json.loads(path.read_text()) if path.is_file() else {}
+    if count is not None:
+        stats[component] = count
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(stats, indent=1))
+        tmp.rename(path)
+    return stats.get(component, COLD_PACKAGES.get(component))
 
 
 def build(component: str, version: str, source: str | None, progress: Progress) -> Path:
@@ -155,7 +185,9 @@ def build(component: str, version: str, source: str | None, progress: Progress) 
         else:
             cmd += [str(tmp) + "/", *recipe.binaries.values()]
         started = time.monotonic()
-        _run_with_progress(cmd, work, log, f"{label} build", progress)
+        packages = _run_with_progress(cmd, work, log, f"{label} build", progress, _packages_seen(component))
+        if packages > 20 and not source:
+            _packages_seen(component, packages)
         if len(recipe.binaries) > 1:
             for name, pkg in recipe.binaries.items():
                 built = tmp / pkg.rsplit("/", 1)[-1]
