@@ -153,3 +153,23 @@ def test_build_estimate_from_the_last_package_count() -> None:
     assert _estimate(5, 1000, 1.0) == ""  # too early to say
     assert _estimate(1200, 1000, 60.0) == ""  # past the last count: no made-up figure
     assert _estimate(100, None, 10.0) == ""
+
+
+def test_a_damaged_cache_entry_is_detected(tmp_path: Path) -> None:
+    entry = tmp_path / "bin"
+    entry.mkdir()
+    (entry / "kwok").write_bytes(b"#!kwok\n" * 100)
+    assert cache.damaged(entry, ["kwok"]) is None  # an entry from before manifests: sealed now
+    assert (entry / cache.MANIFEST).is_file()
+    (entry / "kwok").write_bytes(b"#!kwok\n" * 50)  # truncated by a full disk or a killed copy
+    assert "kwok differs from the build" in str(cache.damaged(entry, ["kwok"]))
+    (entry / "kwok").unlink()
+    assert cache.damaged(entry, ["kwok"]) == "missing kwok"
+
+
+def test_a_damaged_download_is_fetched_again(mirror: Path) -> None:
+    out = download.fetch("kwok", KWOK, lambda m: None)
+    assert out is not None
+    (out / "kwok").write_bytes(b"garbage")
+    assert download.fetch("kwok", KWOK, lambda m: None) == out
+    assert (out / "kwok").read_bytes() == b"#!kwok\n"

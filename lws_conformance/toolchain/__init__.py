@@ -25,7 +25,8 @@ def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
     for component, recipe in RECIPES.items():
         needed = not all(profile.binaries.get(b) for b in recipe.binaries)
         version, source = profile.versions[component], profile.sources.get(component)
-        cached = all((cache.bin_dir(component, version) / b).is_file() for b in recipe.binaries)
+        entry = cache.bin_dir(component, version)
+        cached = entry.is_dir() and cache.damaged(entry, recipe.binaries) is None
         if needed and not source and not cached and not download.fetch(component, version, progress):
             module_download(recipe.module, version)
             to_build.append(component)

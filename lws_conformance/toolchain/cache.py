@@ -2,15 +2,18 @@
 
 `LWSC_CACHE_DIR` moves the cache (CI keeps it between runs); the default is
 ~/.cache/lws-conformance. A build writes into `<dir>.tmp` and renames, so a Ctrl-C never leaves a
-half-built cache entry that a later run would trust.
+half-built cache entry that a later run would trust. Each entry is sealed with a manifest (size,
+mtime and sha256 per binary): a binary whose size or mtime changed is hashed again, and a
+corrupt one is rebuilt rather than started.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -47,3 +50,45 @@ def locked(name: str) -> Iterator[None]:
 
 def size_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+MANIFEST = ".lwsc-manifest.json"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _stamp(path: Path) -> dict[str, int | str]:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": _sha256(path)}
+
+
+def seal(directory: Path, names: Collection[str]) -> None:
+    """Record what the entry's binaries are, so later runs can tell a damaged one."""
+    doc = {name: _stamp(directory / name) for name in names}
+    (directory / MANIFEST).write_text(json.dumps(doc, indent=1))
+
+
+def damaged(directory: Path, names: Collection[str]) -> str | None:
+    """None when every binary is present and as sealed; else what is wrong. An entry from before
+    manifests is sealed now (trusted once). Costs a stat per binary unless one changed."""
+    missing = [n for n in names if not (directory / n).is_file()]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    manifest = directory / MANIFEST
+    if not manifest.is_file():
+        seal(directory, names)
+        return None
+    doc = json.loads(manifest.read_text())
+    for name in names:
+        want, st = doc.get(name) or {}, (directory / name).stat()
+        if want.get("size") == st.st_size and want.get("mtime_ns") == st.st_mtime_ns:
+            continue
+        if want.get("sha256") != _sha256(directory / name):
+            return f"{name} differs from the build ({st.st_size} bytes, sealed {want.get('size')})"
+    return None

@@ -112,7 +112,7 @@ def fetch(component: str, version: str, progress: Progress) -> Path | None:
     out = cache.bin_dir(component, version)
     tmp = out.with_name(out.name + ".download")
     with cache.locked(f"{component}-{version}"):
-        if all((out / b).is_file() for b in RECIPES[component].binaries):
+        if out.is_dir() and cache.damaged(out, RECIPES[component].binaries) is None:
             return out
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -137,6 +137,7 @@ def fetch(component: str, version: str, progress: Progress) -> Path | None:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        cache.seal(tmp, RECIPES[component].binaries)
         shutil.rmtree(out, ignore_errors=True)
         tmp.rename(out)
         progress(f"{component} {version}: release binaries verified (sha256) -> {out}")

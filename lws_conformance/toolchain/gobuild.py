@@ -156,8 +156,11 @@ def build(component: str, version: str, source: str | None, progress: Progress) 
     out = cache.bin_dir(component, version, source)
     key = out.name
     with cache.locked(f"{component}-{key}"):
-        if not source and all((out / b).is_file() for b in recipe.binaries):
-            return out
+        if not source and out.is_dir():
+            wrong = cache.damaged(out, recipe.binaries)
+            if wrong is None:
+                return out
+            progress(f"{component} {version}: cached binaries are damaged ({wrong}); rebuilding {out}")
         go = go_binary()
         work = cache.build_dir(component, key)
         work.mkdir(parents=True, exist_ok=True)
@@ -193,6 +196,7 @@ def build(component: str, version: str, source: str | None, progress: Progress) 
                 built = tmp / pkg.rsplit("/", 1)[-1]
                 if built != tmp / name:
                     built.rename(tmp / name)
+        cache.seal(tmp, recipe.binaries)
         shutil.rmtree(out, ignore_errors=True)
         tmp.rename(out)
         progress(f"{label}: built in {time.monotonic() - started:.0f}s -> {out}")
