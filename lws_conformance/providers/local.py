@@ -292,7 +292,7 @@ class LocalCluster:
             for rec in (kcm, sched, lws, kueue):
                 self._wait_component(rec, deadline)
             if not process.alive(kwok):
-                raise UserError(f"kwok exited during start-up (log: {kwok.log}: {process.log_tail(kwok.log)})")
+                raise UserError(process.exit_message(kwok))
 
             progress("registering webhooks; creating Kueue Topology and ResourceFlavor")
             self._apply(bins["kubectl"], lws_hooks + kueue_hooks)

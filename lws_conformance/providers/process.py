@@ -129,6 +129,24 @@ def log_tail(path: str | Path, lines: int = 3) -> str:
     return " | ".join(t.strip()[:200] for t in text[-lines:]) or "(empty log)"
 
 
+def exit_message(rec: ProcRecord) -> str:
+    """Why a component exited during start-up, for a one-line error: a cause we recognise in its
+    log, named with its fix, else the log's last lines."""
+    try:
+        text = Path(rec.log).read_text(errors="replace")[-200_000:]
+    except FileNotFoundError:
+        text = ""
+    if "no space left on device" in text:
+        return (
+            f"{rec.name} exited during start-up: no space left on the disk of {Path(rec.log).parent.parent} "
+            f"(log: {rec.log}); free space there or set LWSC_STATE_DIR to a bigger disk, then `lwsc up`"
+        )
+    return (
+        f"{rec.name} exited during start-up (log: {rec.log}: {log_tail(rec.log)}); "
+        "fix the cause shown in its log and run `lwsc up` again"
+    )
+
+
 def wait_healthy(
     rec: ProcRecord,
     url: str,
@@ -140,10 +158,7 @@ def wait_healthy(
     """Poll `url` until HTTP 200 (and `expect` in the body); fail fast if the process exits."""
     while True:
         if not alive(rec):
-            raise UserError(
-                f"{rec.name} exited during start-up (log: {rec.log}: {log_tail(rec.log)}); "
-                "fix the cause shown in its log and run `lwsc up` again"
-            )
+            raise UserError(exit_message(rec))
         try:
             with urllib.request.urlopen(url, timeout=2, context=ctx) as resp:
                 body = resp.read().decode(errors="replace")
