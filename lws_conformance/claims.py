@@ -22,7 +22,7 @@ SHOULD-level warnings is reported to pytest as xfail, with the reason.
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -110,6 +110,11 @@ class Claims:
             self._done[rid] = outcome
 
 
+# Set by the plugin for tests on the shared cluster: says why the cluster under test is broken
+# (a component process died), or None. A failure while it is broken is `error`, not a verdict.
+INFRA_BROKEN = pytest.StashKey[Callable[[], str | None]]()
+
+
 @pytest.fixture
 def claim(request: pytest.FixtureRequest) -> Claims:
     """Attribute checks to one of the test's requirements (see the module docstring)."""
@@ -148,6 +153,9 @@ def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
     claimed = item.stash.get(_CLAIMS, {})
     raw, exc, message = _raw(report, call.excinfo)
     claims_only = isinstance(call.excinfo.value if call.excinfo else None, ClaimsFailed)
+    broken: str | None = None
+    if report.failed and INFRA_BROKEN in item.stash:
+        broken = item.stash[INFRA_BROKEN]()
     out = {}
     for rid in requirement_ids(item):
         r, e, m = raw, exc, message
@@ -158,6 +166,8 @@ def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
             r, e, m = c.raw, c.exception, c.message
         elif report.when == "call" and claimed and (claims_only or raw == "passed"):
             continue  # a test that claims checks said nothing about this one (e.g. another case)
+        if r == "failed" and broken:
+            r, e, m = "error", "InfraError", f"{broken}\n\n{m}"
         out[rid] = verdicts.classify(rid, reqs[rid].level, r, m, e, versions, deviations.default(), item.nodeid)
     return out
 

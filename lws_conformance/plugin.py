@@ -31,6 +31,7 @@ from .k8s.wait import SCALE_ENV
 from .profile import load_profile
 from .providers import existing
 from .providers.base import ClusterHandle
+from .providers.health import dead_components
 from .providers.local import LocalCluster, claim_port_range, release_port_range, state_root
 from .report import evidence, render, summary
 from .scenario import Scenario
@@ -226,8 +227,11 @@ def _requirement_gate(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture
-def scenario(k8s: client.ApiClient, lwsc_cluster: ClusterHandle, namespace: str, objects: Objects) -> Scenario:
+def scenario(
+    k8s: client.ApiClient, lwsc_cluster: ClusterHandle, namespace: str, objects: Objects, request: pytest.FixtureRequest
+) -> Scenario:
     """The test's namespace, objects and self-explaining waits (see `lws_conformance.scenario`)."""
+    request.node.stash[claims.INFRA_BROKEN] = lambda: dead_components(lwsc_cluster)
     return Scenario(k8s, lwsc_cluster, namespace, objects)
 
 
