@@ -1,11 +1,12 @@
 """Proof that the suites go red when LWS or Kueue misbehave.
 
-Each proof breaks one thing a documented behaviour depends on — a webhook removed, a controller
-stopped, or a mutant LWS built from patched source through the harness's own `sources.lws` — on
+Each proof breaks one thing a documented behaviour depends on — a webhook removed, or a mutant
+LWS built from patched source through the harness's own `sources.lws` — on
 a private local cluster (never the shared one), then runs the real suite tests by node id through
 pytest, with the suites' own timeouts, and requires the named requirement to be `failed` for the
 expected reason. A control run of the same node ids on the intact private cluster passes first,
-so the red comes from the break, not from an unusable cluster.
+so the red comes from the break, not from an unusable cluster. A stopped controller, by
+contrast, must read `error` (the infrastructure broke), which is proven here too.
 """
 
 from __future__ import annotations
@@ -111,16 +112,20 @@ def test_gang_requirement_goes_red_without_kueues_pod_webhook(
     assert_red(found, "KUEUE-GANG-002", r"wholly (gated|held)")
 
 
-def test_naming_requirement_goes_red_with_the_lws_controller_stopped(
+def test_a_stopped_lws_controller_is_an_error_naming_it_not_a_verdict(
     private_cluster: LocalCluster, tmp_path: Path, run_id: str
 ) -> None:
-    """The LWS webhooks live in the controller process (failurePolicy Fail): creation is refused."""
+    """A controller of the cluster under test that dies is the infrastructure breaking, not LWS
+    breaking a promise: the requirement reads `error` with the controller's log tail (exit 3),
+    never `failed`. (LWS-NAME-001's red is proven by mutant lws-23, benchmarks/mutants.)"""
     private_cluster.stop_component("lws")
     try:
         found = run_suite(private_cluster, [NAMES], tmp_path / "names", f"{run_id}n")
     finally:
         private_cluster.start_component("lws")
-    assert_red(found, "LWS-NAME-001", r"failed calling webhook|connection refused")
+    got = found.get("LWS-NAME-001")
+    assert got is not None and got.verdict == "error", f"LWS-NAME-001: {got}"
+    assert re.search(r"lws \(pid \d+\) is not running, its log ends: ", got.detail), got.detail[:2000]
 
 
 @pytest.fixture(scope="module")
