@@ -33,6 +33,7 @@ from .toolchain import cache as bincache
 from .toolchain.gobuild import TRANSIENT
 
 PROJECT = Path(__file__).resolve().parent.parent
+CHILD_CLEANUP_S = 120  # pytest's Ctrl-C path deletes the run's namespaces; then it is killed
 
 
 _open_line = False  # a transient progress line is on the terminal, waiting to be rewritten
@@ -388,12 +389,34 @@ def _tee(cmd: list[str], log: Path) -> int:
     Tests write timelines and journals under `<run-dir>/artifacts` (LWSC_ARTIFACT_DIR)."""
     env = {**os.environ, "LWSC_ARTIFACT_DIR": str(log.parent / "artifacts")}
     with log.open("w") as fh:
-        proc = subprocess.Popen(cmd, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        # Its own process group: a Ctrl-C at the terminal reaches lwsc only, which passes exactly
+        # one SIGINT to pytest and its xdist workers (whose teardown deletes the run's namespaces).
+        proc = subprocess.Popen(
+            cmd, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+            start_new_session=True,
+        )
         assert proc.stdout is not None
-        for line in proc.stdout:
-            sys.stdout.write(line)
-            fh.write(line)
-        return proc.wait()
+        try:
+            for line in proc.stdout:
+                sys.stdout.write(line)
+                fh.write(line)
+            return proc.wait()
+        except KeyboardInterrupt:
+            _interrupt_group(proc)
+            raise
+
+
+def _interrupt_group(proc: subprocess.Popen[str]) -> None:
+    """SIGINT to the child's process group; wait for its cleanup; kill it after a deadline."""
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=CHILD_CLEANUP_S)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        _progress(f"pytest did not stop within {CHILD_CLEANUP_S}s of Ctrl-C; killing it")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def cmd_report(args: argparse.Namespace) -> int:
