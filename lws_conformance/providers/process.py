@@ -141,10 +141,24 @@ def exit_message(rec: ProcRecord) -> str:
             f"{rec.name} exited during start-up: no space left on the disk of {Path(rec.log).parent.parent} "
             f"(log: {rec.log}); free space there or set LWSC_STATE_DIR to a bigger disk, then `lwsc up`"
         )
+    if "too many open files" in text:
+        return (
+            f"{rec.name} exited during start-up: too many open files (log: {rec.log}) — most likely the "
+            f"inotify instance limit (fs.inotify.max_user_instances={_inotify_limit()}; each local cluster "
+            "uses ~9): stop other clusters (`lwsc status`) or raise it, "
+            "e.g. `sysctl -w fs.inotify.max_user_instances=1024`"
+        )
     return (
         f"{rec.name} exited during start-up (log: {rec.log}: {log_tail(rec.log)}); "
         "fix the cause shown in its log and run `lwsc up` again"
     )
+
+
+def _inotify_limit() -> str:
+    try:
+        return Path("/proc/sys/fs/inotify/max_user_instances").read_text().strip()
+    except OSError:
+        return "?"
 
 
 def wait_healthy(
