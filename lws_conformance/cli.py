@@ -22,7 +22,7 @@ from kubernetes import client
 from . import matrix, verdicts
 from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
-from .k8s.objects import RUN_LABEL
+from .k8s.objects import RUN_LABEL, sweep_run
 from .profile import load_profile
 from .providers import discovery, existing, preflight, process
 from .providers.base import ClusterHandle
@@ -274,6 +274,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         finally:
             if not was_running and not args.keep:
                 cluster.down()
+            else:  # the cluster stays: nothing of this run may (also after a Ctrl-C mid-teardown)
+                api = api_client(handle.kubeconfig)
+                try:
+                    sweep_run(api, pytest_run_id)
+                finally:
+                    api.close()
     if (out / "results.json").is_file():
         render.render(out, bincache.cache_root() / "node")
     code = _exit_code(rc, out, strict=args.strict, certify=args.certify)
