@@ -51,13 +51,20 @@ BUMP = "lwsc.x-k8s.io/bump"
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _lws(name: str, replicas: int, size: int, mu: int | str = 1, ms: int | str = 0, partition: int = 0) -> Obj:
-    """restartPolicy None: kwok v0.8.0 sometimes replays the pod-delete stage of a deleted worker on
-    its same-name replacement (deletes the new, Pending L-i-j); under RecreateGroupOnPodRestart LWS
-    then rightly recreates the group, which is a restart-policy reaction to an infra fault, not
-    rollout behaviour (restart policies have their own suite)."""
+def _lws(name: str, replicas: int, size: int, mu: int | str = 1, ms: int | str = 0, partition: int = 0,
+         policy: str | None = "None") -> Obj:
+    """An LWS with the given rollout configuration. `policy` is leaderWorkerTemplate.restartPolicy:
+    "None" by default here, so a rollout test sees only rollout behaviour (restart policies have
+    their own suite); the matrix also runs under the API default RecreateGroupOnPodRestart
+    (`policy=None`: the field is left out, defaulting fills it in), where the update's own pod
+    deletions must not look like restarts (lws#291). kwok's pod-delete stage plays once per pod
+    (fixtures/kwok/pod-delete.yaml, docs/upstream/kwok-delete-by-name.md), so no replacement pod is
+    deleted by the fake kubelet under either policy."""
     obj = workloads.lws(name, replicas=replicas, size=size)
-    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    if policy is not None:
+        obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = policy
+    else:
+        obj["spec"]["leaderWorkerTemplate"].pop("restartPolicy", None)
     obj["spec"]["rolloutStrategy"] = {
         "type": "RollingUpdate",
         "rollingUpdateConfiguration": {"maxUnavailable": mu, "maxSurge": ms, "partition": partition},
@@ -202,13 +209,20 @@ CASES = [
 ]
 
 
+# Every case under restartPolicy None and under the API default RecreateGroupOnPodRestart (field
+# left out): the update's own deletions of old workers must not restart a group (lws#291).
+POLICIES = {"none": "None", "recreate": None}
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 @proves_invariants
 @pytest.mark.requirement("ROLL-SEQ-001")
 @pytest.mark.requirement("ROLL-COND-001")
 @pytest.mark.requirement("ROLL-REV-001")
+@pytest.mark.requirement("ROLL-RESTART-001")
 def test_rolling_update_matrix(
-    scenario: Scenario, claim: Claims, case: Case, tmp_path: Path, request: pytest.FixtureRequest
+    scenario: Scenario, claim: Claims, case: Case, policy: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     sc, name = scenario, "ru"
     # The documented numbers are also derived from the algorithm; both must agree (a typo guard).
@@ -218,7 +232,7 @@ def test_rolling_update_matrix(
     ), f"case table disagrees with §4.4: start {start}, first step"
 
     with _recorded(sc) as tl:
-        sc.create(_lws(name, case.replicas, case.size, case.mu, case.ms))
+        sc.create(_lws(name, case.replicas, case.size, case.mu, case.ms, policy=POLICIES[policy]))
         sc.wait_lws(name, sc.settled(case.replicas), f"Available with {case.replicas} groups")
         old = _leader_revision(sc, name)
         (_bump_env if case.trigger == "env" else _bump_annotation)(sc, name, "1")
@@ -240,6 +254,21 @@ def test_rolling_update_matrix(
         assert P.condition(final, "UpdateInProgress") != "True", f"UpdateInProgress still True at the end: {final}"
     with claim("ROLL-SEQ-001"):
         _documented_sequence(case, events, steps, start, old, new)
+    if policy == "recreate":  # under None there is no group restart to misfire: not claimed
+        with claim("ROLL-RESTART-001"):
+            _restarted_once(sc, name, case, events, old, new)
+
+
+def _restarted_once(sc: Scenario, name: str, case: Case, events: list[Event], old: str, new: str) -> None:
+    """ROLL-RESTART-001 (lws#291): under RecreateGroupOnPodRestart (the default, as the LWS
+    reports it) each group's leader is replaced exactly once by an update: old, then new, never
+    a second new-revision incarnation (the restart policy reacting to the update's own worker
+    deletions)."""
+    assert sc.lws(name)["spec"]["leaderWorkerTemplate"].get("restartPolicy") == "RecreateGroupOnPodRestart", (
+        "restartPolicy was not defaulted to RecreateGroupOnPodRestart")
+    by_group = invariants.revisions_by_group(events)
+    twice = {g: revs for g in range(case.replicas) if (revs := by_group.get(g)) != [old, new]}
+    assert not twice, f"leaders replaced more than once by the update (lws#291), incarnations per group: {twice}"
 
 
 def _documented_sequence(case: Case, events: list[Event], steps: list[invariants.StsStep],
