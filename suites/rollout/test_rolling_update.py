@@ -24,6 +24,7 @@ test_rollout_faults.py.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from rollout_claims import proves_invariants, verify_claims
 
 from lws_conformance import workloads
 from lws_conformance.claims import Claims
+from lws_conformance.errors import WaitTimeout
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import wait_for
 from lws_conformance.observe import Event, Timeline, artifact_dir, invariants, record
@@ -221,6 +223,7 @@ POLICIES = {"none": "None", "recreate": None}
 @pytest.mark.requirement("ROLL-COND-001")
 @pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-RESTART-001")
+@pytest.mark.requirement("ROLL-EVENT-001")
 def test_rolling_update_matrix(
     scenario: Scenario, claim: Claims, case: Case, policy: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -254,9 +257,47 @@ def test_rolling_update_matrix(
         assert P.condition(final, "UpdateInProgress") != "True", f"UpdateInProgress still True at the end: {final}"
     with claim("ROLL-SEQ-001"):
         _documented_sequence(case, events, steps, start, old, new)
+    with claim("ROLL-EVENT-001"):
+        missing: list[str] = []
+        try:
+            sc.wait_in_namespace(sc.core.list_namespaced_event, "Events", _lws_events(name, case, old, new, missing),
+                                 "the LWS controller's events of the creation and the update", timeout=10)
+        except WaitTimeout as exc:
+            raise AssertionError(f"{exc}\nlast seen, missing: {missing}") from None
     if policy == "recreate":  # under None there is no group restart to misfire: not claimed
         with claim("ROLL-RESTART-001"):
             _restarted_once(sc, name, case, events, old, new)
+
+
+COMBINED = "(combined from similar events): "  # client-go's event aggregator, after 10 of one reason
+
+
+def _lws_events(name: str, case: Case, old: str, new: str, missing: list[str]) -> Any:
+    """ROLL-EVENT-001: the Normal events LWS v0.9.0 records on the LWS for a creation and an update
+    (leaderworkerset_controller.go / pod_controller.go Eventf calls), each reason with its message.
+    Kubernetes events are best-effort: past 10 events of one reason the aggregator keeps only the
+    latest message (prefixed), so per-group messages cannot all be required; only the first of
+    each kind and one GroupsUpdating step are."""
+    want = {("CreatingRevision", f"Creating revision with key {old} for a newly created LeaderWorkerSet"),
+            ("CreatingRevision", f"Creating revision with key {new} for updated LWS"),
+            ("GroupsProgressing", f"Created leader statefulset {name}")}
+    if case.size > 1:
+        want.add(("GroupsProgressing", f"Created worker statefulset for leader pod {name}-0"))
+
+    def check(items: list[Obj]) -> list[Obj] | None:
+        mine = [e for e in items if (e.get("involvedObject") or {}).get("kind") == "LeaderWorkerSet"
+                and e["involvedObject"].get("name") == name and e.get("type") == "Normal"]
+        seen = {(e.get("reason"), str(e.get("message")).removeprefix(COMBINED)) for e in mine}
+        missing[:] = [f"{r}: {m}" for r, m in sorted(want - seen)]
+        if not any(r == "GroupsUpdating" and re.fullmatch(r"Updating replicas? \d+( to \d+ \(inclusive\))?", m)
+                   for r, m in seen):
+            missing.append("GroupsUpdating: Updating replica(s) ...")
+        if case.peak > case.replicas and not any(
+                r == "GroupsProgressing" and m.startswith("deleting surge replica") for r, m in seen):
+            missing.append("GroupsProgressing: deleting surge replica(s) ...")
+        return None if missing else mine
+
+    return check
 
 
 def _restarted_once(sc: Scenario, name: str, case: Case, events: list[Event], old: str, new: str) -> None:
