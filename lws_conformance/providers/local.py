@@ -463,6 +463,7 @@ class LocalCluster:
             kueue_flavor_name=self.profile.kueue_flavor_name,
             logs={r.name: r.log for r in self.records()},
             capabilities=CAPABILITIES,
+            endpoints={"lws-metrics": f"https://127.0.0.1:{self.port('lws-metrics')}/metrics"},
         )
         self.handle_file.write_text(handle.to_json())
         return handle
