@@ -251,6 +251,24 @@ def test_group_consistency_catches_worker_sts_at_another_revision() -> None:
     assert "StatefulSet/l-0" in v.objects
 
 
+def test_group_consistency_catches_a_group_rebuilt_with_the_live_size() -> None:
+    """lws PR #963: a group rebuilt below the partition during a size-changing rollout gets the
+    old template (revision a) but the live size: workers created for size 2 next to a leader of
+    size 3, and a worker StatefulSet asking for 1 worker."""
+    s = created(2, size=3)
+    s.lws(spec={"template": "t2", "size": 2})
+    s.sts("b", 2, 1)
+    s.down(0, "a")
+    s.pod(0, 0, "a", ready=False, etype="ADDED", size=3)
+    s.worker_sts(0, "a")
+    v = first(s.events, "group-consistency")
+    assert v.groups == (0,) and "wants 1 workers" in v.message and "has size 3" in v.message
+    s.events.pop()  # without the StatefulSet event: the worker pod itself
+    s.pod(0, 1, "a", ready=False, etype="ADDED", size=2)
+    v = first(s.events, "group-consistency")
+    assert "worker created for group size 2" in v.message and "Pod/l-0-1" in v.objects
+
+
 def test_group_count_bound_catches_a_group_beyond_surge() -> None:
     s = created(2, ms=0)
     s.up(2, "a")  # a third live group with replicas 2, maxSurge 0

@@ -306,44 +306,64 @@ def group_atomicity(events: Sequence[Event], lws: str | None = None) -> Violatio
 
 def group_consistency(events: Sequence[Event], lws: str | None = None) -> Violation | None:
     """No group is rebuilt with mixed revisions (the lws#225 / #280 class of bugs): a worker pod is
-    never created at a revision other than its group's live leader's, and a worker StatefulSet
-    never carries a revision other than the leader pod that owns it. Unlike `group_atomicity`
-    this tolerates old workers that are merely still being garbage-collected."""
-    name = "group-consistency"
-    leader_rev: dict[str, str | None] = {}  # leader pod uid -> revision
+    never created at a revision or group size other than its group's live leader's, and a worker
+    StatefulSet never carries a revision other than the leader pod that owns it, nor asks for other
+    than that leader's size - 1 workers (lws PR #963: a group rebuilt below the partition took its
+    size from the live spec). Unlike `group_atomicity` this tolerates old workers that are merely
+    still being garbage-collected."""
+    leaders: dict[str, tuple[str | None, int]] = {}  # leader pod uid -> (revision, size)
     for st in replay(events, lws):
         ev = st.event
         assert ev is not None
         o = ev.obj
         new_pod = ev.type != "DELETED" and (st.prev_pod is None or st.prev_pod.get("uid") != o.get("uid"))
+        v = None
         if ev.kind == "Pod" and new_pod:
-            g = group_of(o)
-            if g is None or _labels(o).get(NAME) != st.lws_name:
-                continue
-            if is_leader(o):
-                leader_rev[str(o.get("uid"))] = rev(o)
-                continue
-            v = st.views.get(g)
-            if v is not None and v.leader is not None and rev(o) != v.revision:
-                return _violation(
-                    name,
-                    st,
-                    f"worker created at revision {rev(o)} while leader {v.leader['name']} runs {v.revision}",
-                    [f"Pod/{o['name']}", f"Pod/{v.leader['name']}"],
-                    [g],
-                )
+            v = _worker_mismatch(st, o, leaders)
         elif ev.kind == "StatefulSet" and ev.type != "DELETED" and ev.name != st.lws_name:
-            owner = str(o.get("owner") or "")
-            kind, _, rest = owner.partition("/")
-            uid = rest.rpartition("/")[2]
-            if kind == "Pod" and uid in leader_rev and rev(o) != leader_rev[uid]:
-                return _violation(
-                    name,
-                    st,
-                    f"worker StatefulSet at revision {rev(o)}, its leader pod at {leader_rev[uid]}",
-                    [f"StatefulSet/{o['name']}", owner],
-                    [g] if (g := group_of(o)) is not None else [],
-                )
+            v = _worker_sts_mismatch(st, o, leaders)
+        if v is not None:
+            return v
+    return None
+
+
+def _worker_mismatch(st: State, o: Obj, leaders: dict[str, tuple[str | None, int]]) -> Violation | None:
+    """A new pod: remember a leader's (revision, size); check a worker against its live leader."""
+    g = group_of(o)
+    if g is None or _labels(o).get(NAME) != st.lws_name:
+        return None
+    if is_leader(o):
+        leaders[str(o.get("uid"))] = (rev(o), _size(o))
+        return None
+    v = st.views.get(g)
+    if v is None or v.leader is None:
+        return None
+    objs, groups = [f"Pod/{o['name']}", f"Pod/{v.leader['name']}"], [g]
+    if rev(o) != v.revision:
+        msg = f"worker created at revision {rev(o)} while leader {v.leader['name']} runs {v.revision}"
+        return _violation("group-consistency", st, msg, objs, groups)
+    if _size(o) != _size(v.leader):
+        msg = (f"worker created for group size {_size(o)} while leader {v.leader['name']} (revision "
+               f"{v.revision}) has size {_size(v.leader)}")
+        return _violation("group-consistency", st, msg, objs, groups)
+    return None
+
+
+def _worker_sts_mismatch(st: State, o: Obj, leaders: dict[str, tuple[str | None, int]]) -> Violation | None:
+    """A worker StatefulSet (owned by a leader pod) against that leader's revision and size."""
+    kind, _, rest = str(o.get("owner") or "").partition("/")
+    uid = rest.rpartition("/")[2]
+    if kind != "Pod" or uid not in leaders:
+        return None
+    lrev, lsize = leaders[uid]
+    objs, groups = [f"StatefulSet/{o['name']}", str(o.get("owner"))], [g] if (g := group_of(o)) is not None else []
+    if rev(o) != lrev:
+        msg = f"worker StatefulSet at revision {rev(o)}, its leader pod at {lrev}"
+        return _violation("group-consistency", st, msg, objs, groups)
+    want = (o.get("spec") or {}).get("replicas")
+    if isinstance(want, int) and want != lsize - 1:
+        msg = f"worker StatefulSet wants {want} workers, its leader pod (revision {lrev}) has size {lsize}"
+        return _violation("group-consistency", st, msg, objs, groups)
     return None
 
 

@@ -24,6 +24,7 @@ class ClusterHandle:
     kueue_flavor_name: str
     logs: dict[str, str] = field(default_factory=dict)  # component -> log path
     capabilities: frozenset[str] = frozenset()
+    endpoints: dict[str, str] = field(default_factory=dict)  # e.g. lws-metrics -> https://host:port/metrics
 
     def to_json(self) -> str:
         data = asdict(self)

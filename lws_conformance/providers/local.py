@@ -56,6 +56,14 @@ KWOK_STAGES = (
     "pod/fast/pod-ready.yaml",
     "pod/fast/pod-complete.yaml",
 )
+# The default StorageClass: KCM's development hostPath provisioner (`--enable-hostpath-provisioner`)
+# makes a PV under /tmp/hostpath_pv/ for each claim, so volumeClaimTemplates bind as on a real cluster.
+DEFAULT_STORAGE_CLASS = {
+    "metadata": {"name": "lwsc-hostpath", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+    "provisioner": "kubernetes.io/host-path",
+    "reclaimPolicy": "Delete",
+    "volumeBindingMode": "Immediate",
+}
 # Replaces kwok's pod-delete stage (why: in the file).
 POD_DELETE_STAGE = Path(__file__).resolve().parents[2] / "fixtures" / "kwok" / "pod-delete.yaml"
 CAPABILITIES = frozenset({"stop-controller", "restart-apiserver", "node-failure", "pod-status-faults"})
@@ -284,6 +292,7 @@ class LocalCluster:
             core = client.CoreV1Api(api)
             for ns in ("lws-system", "kueue-system"):
                 core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+            client.StorageV1Api(api).create_storage_class(DEFAULT_STORAGE_CLASS)  # type: ignore[arg-type]
             self._create_nodes(core)
             self._wait_crds(api, lws_crds + kueue_crds, deadline)
 
@@ -391,6 +400,7 @@ class LocalCluster:
                 "--node-monitor-grace-period=40s",
                 "--concurrent-statefulset-syncs=10",
                 "--concurrent-gc-syncs=30",
+                "--enable-hostpath-provisioner",  # PVs for the default StorageClass (DEFAULT_STORAGE_CLASS)
             ],
         )
         sched = self._launch(
@@ -463,6 +473,7 @@ class LocalCluster:
             kueue_flavor_name=self.profile.kueue_flavor_name,
             logs={r.name: r.log for r in self.records()},
             capabilities=CAPABILITIES,
+            endpoints={"lws-metrics": f"https://127.0.0.1:{self.port('lws-metrics')}/metrics"},
         )
         self.handle_file.write_text(handle.to_json())
         return handle

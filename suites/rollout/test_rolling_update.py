@@ -24,6 +24,7 @@ test_rollout_faults.py.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from rollout_claims import proves_invariants, verify_claims
 
 from lws_conformance import workloads
 from lws_conformance.claims import Claims
+from lws_conformance.errors import WaitTimeout
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import wait_for
 from lws_conformance.observe import Event, Timeline, artifact_dir, invariants, record
@@ -51,13 +53,20 @@ BUMP = "lwsc.x-k8s.io/bump"
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _lws(name: str, replicas: int, size: int, mu: int | str = 1, ms: int | str = 0, partition: int = 0) -> Obj:
-    """restartPolicy None: kwok v0.8.0 sometimes replays the pod-delete stage of a deleted worker on
-    its same-name replacement (deletes the new, Pending L-i-j); under RecreateGroupOnPodRestart LWS
-    then rightly recreates the group, which is a restart-policy reaction to an infra fault, not
-    rollout behaviour (restart policies have their own suite)."""
+def _lws(name: str, replicas: int, size: int, mu: int | str = 1, ms: int | str = 0, partition: int = 0,
+         policy: str | None = "None") -> Obj:
+    """An LWS with the given rollout configuration. `policy` is leaderWorkerTemplate.restartPolicy:
+    "None" by default here, so a rollout test sees only rollout behaviour (restart policies have
+    their own suite); the matrix also runs under the API default RecreateGroupOnPodRestart
+    (`policy=None`: the field is left out, defaulting fills it in), where the update's own pod
+    deletions must not look like restarts (lws#291). kwok's pod-delete stage plays once per pod
+    (fixtures/kwok/pod-delete.yaml, docs/upstream/kwok-delete-by-name.md), so no replacement pod is
+    deleted by the fake kubelet under either policy."""
     obj = workloads.lws(name, replicas=replicas, size=size)
-    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    if policy is not None:
+        obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = policy
+    else:
+        obj["spec"]["leaderWorkerTemplate"].pop("restartPolicy", None)
     obj["spec"]["rolloutStrategy"] = {
         "type": "RollingUpdate",
         "rollingUpdateConfiguration": {"maxUnavailable": mu, "maxSurge": ms, "partition": partition},
@@ -202,13 +211,21 @@ CASES = [
 ]
 
 
+# Every case under restartPolicy None and under the API default RecreateGroupOnPodRestart (field
+# left out): the update's own deletions of old workers must not restart a group (lws#291).
+POLICIES = {"none": "None", "recreate": None}
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 @proves_invariants
 @pytest.mark.requirement("ROLL-SEQ-001")
 @pytest.mark.requirement("ROLL-COND-001")
 @pytest.mark.requirement("ROLL-REV-001")
+@pytest.mark.requirement("ROLL-RESTART-001")
+@pytest.mark.requirement("ROLL-EVENT-001")
 def test_rolling_update_matrix(
-    scenario: Scenario, claim: Claims, case: Case, tmp_path: Path, request: pytest.FixtureRequest
+    scenario: Scenario, claim: Claims, case: Case, policy: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     sc, name = scenario, "ru"
     # The documented numbers are also derived from the algorithm; both must agree (a typo guard).
@@ -218,7 +235,7 @@ def test_rolling_update_matrix(
     ), f"case table disagrees with §4.4: start {start}, first step"
 
     with _recorded(sc) as tl:
-        sc.create(_lws(name, case.replicas, case.size, case.mu, case.ms))
+        sc.create(_lws(name, case.replicas, case.size, case.mu, case.ms, policy=POLICIES[policy]))
         sc.wait_lws(name, sc.settled(case.replicas), f"Available with {case.replicas} groups")
         old = _leader_revision(sc, name)
         (_bump_env if case.trigger == "env" else _bump_annotation)(sc, name, "1")
@@ -240,6 +257,59 @@ def test_rolling_update_matrix(
         assert P.condition(final, "UpdateInProgress") != "True", f"UpdateInProgress still True at the end: {final}"
     with claim("ROLL-SEQ-001"):
         _documented_sequence(case, events, steps, start, old, new)
+    with claim("ROLL-EVENT-001"):
+        missing: list[str] = []
+        try:
+            sc.wait_in_namespace(sc.core.list_namespaced_event, "Events", _lws_events(name, case, old, new, missing),
+                                 "the LWS controller's events of the creation and the update", timeout=10)
+        except WaitTimeout as exc:
+            raise AssertionError(f"{exc}\nlast seen, missing: {missing}") from None
+    if policy == "recreate":  # under None there is no group restart to misfire: not claimed
+        with claim("ROLL-RESTART-001"):
+            _restarted_once(sc, name, case, events, old, new)
+
+
+COMBINED = "(combined from similar events): "  # client-go's event aggregator, after 10 of one reason
+
+
+def _lws_events(name: str, case: Case, old: str, new: str, missing: list[str]) -> Any:
+    """ROLL-EVENT-001: the Normal events LWS v0.9.0 records on the LWS for a creation and an update
+    (leaderworkerset_controller.go / pod_controller.go Eventf calls), each reason with its message.
+    Kubernetes events are best-effort: past 10 events of one reason the aggregator keeps only the
+    latest message (prefixed), so per-group messages cannot all be required; only the first of
+    each kind and one GroupsUpdating step are."""
+    want = {("CreatingRevision", f"Creating revision with key {old} for a newly created LeaderWorkerSet"),
+            ("CreatingRevision", f"Creating revision with key {new} for updated LWS"),
+            ("GroupsProgressing", f"Created leader statefulset {name}")}
+    if case.size > 1:
+        want.add(("GroupsProgressing", f"Created worker statefulset for leader pod {name}-0"))
+
+    def check(items: list[Obj]) -> list[Obj] | None:
+        mine = [e for e in items if (e.get("involvedObject") or {}).get("kind") == "LeaderWorkerSet"
+                and e["involvedObject"].get("name") == name and e.get("type") == "Normal"]
+        seen = {(e.get("reason"), str(e.get("message")).removeprefix(COMBINED)) for e in mine}
+        missing[:] = [f"{r}: {m}" for r, m in sorted(want - seen)]
+        if not any(r == "GroupsUpdating" and re.fullmatch(r"Updating replicas? \d+( to \d+ \(inclusive\))?", m)
+                   for r, m in seen):
+            missing.append("GroupsUpdating: Updating replica(s) ...")
+        if case.peak > case.replicas and not any(
+                r == "GroupsProgressing" and m.startswith("deleting surge replica") for r, m in seen):
+            missing.append("GroupsProgressing: deleting surge replica(s) ...")
+        return None if missing else mine
+
+    return check
+
+
+def _restarted_once(sc: Scenario, name: str, case: Case, events: list[Event], old: str, new: str) -> None:
+    """ROLL-RESTART-001 (lws#291): under RecreateGroupOnPodRestart (the default, as the LWS
+    reports it) each group's leader is replaced exactly once by an update: old, then new, never
+    a second new-revision incarnation (the restart policy reacting to the update's own worker
+    deletions)."""
+    assert sc.lws(name)["spec"]["leaderWorkerTemplate"].get("restartPolicy") == "RecreateGroupOnPodRestart", (
+        "restartPolicy was not defaulted to RecreateGroupOnPodRestart")
+    by_group = invariants.revisions_by_group(events)
+    twice = {g: revs for g in range(case.replicas) if (revs := by_group.get(g)) != [old, new]}
+    assert not twice, f"leaders replaced more than once by the update (lws#291), incarnations per group: {twice}"
 
 
 def _documented_sequence(case: Case, events: list[Event], steps: list[invariants.StsStep],

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from rollout_claims import proves_invariants, verify_claims
 from test_rolling_update import (
+    _bump_annotation,
+    _from_revision,
     _held_update,
     _leader_revision,
     _lws,
@@ -103,3 +105,46 @@ def test_update_completes_when_every_old_group_is_unhealthy(
     verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
         _one_revision(sc, name, new)
+
+
+def _unready(sc: Scenario, pod: str) -> None:
+    """What a kubelet writes when a running container's readiness probe starts failing: Ready and
+    ContainersReady False, the pod still Running (kwok's stages only play on Pending pods, so the
+    fake kubelet leaves this alone; no container restarted, so no restart policy reacts)."""
+    conds = [{"type": t, "status": "False", "reason": "ReadinessProbeFailed"} for t in ("ContainersReady", "Ready")]
+    sc.core.patch_namespaced_pod_status(pod, sc.namespace, {"status": {"conditions": conds}})
+
+
+@proves_invariants
+@pytest.mark.requirement("ROLL-REV-001")
+@pytest.mark.requirement("ROLL-FAULT-003")
+def test_update_counts_an_already_unhealthy_group_against_max_unavailable(
+    scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """lws PR #488 (upstream integration test "rolling update with unhealthy pods below
+    partition"): R=4, maxUnavailable 2, group 1 unready (a worker's readiness fails) before the
+    update. The first partition step may take down only one more group (partition 3, not 2), and
+    at every event at most 2 groups -- group 1 included -- are unavailable (availability-bound,
+    ROLL-AVAIL-001); the update then completes, replacing group 1 too."""
+    sc, name, r, size = scenario, "uh", 4, 2
+    with _recorded(sc) as tl:
+        sc.create(_lws(name, r, size, mu=2))
+        sc.wait_lws(name, sc.settled(r), f"Available with {r} groups")
+        old = _leader_revision(sc, name)
+        _unready(sc, f"{name}-1-1")
+        sc.wait_lws(name, lambda o: (o.get("status") or {}).get("readyReplicas") == r - 1,
+                    "readyReplicas 3 (group 1 unready)")
+        _bump_annotation(sc, name, "1")
+        sc.wait_lws(name, sc.settled(r), "update done: Available, all groups updated", timeout=90)
+        new = _leader_revision(sc, name)
+        sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods Ready at {new}")
+
+    events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
+    with claim("ROLL-REV-001"):
+        _one_revision(sc, name, new)
+    with claim("ROLL-FAULT-003"):
+        steps = _from_revision(events, new)
+        moved = [s.partition for s in steps if s.partition < r]
+        assert moved and moved[0] == 3, f"first partition step {moved[:1]}, want 3 (group 1 already unready): {steps}"
+        by_group = invariants.revisions_by_group(events)
+        assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated once: {by_group}"

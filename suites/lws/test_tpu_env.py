@@ -1,0 +1,105 @@
+"""TPU environment variables (docs reference "Environment Variables"; KEP 115 "TPU Environment
+Variable Injection"; the TPU half of lws#917).
+
+Why: a multi-host TPU slice only starts when every host's TPU_WORKER_HOSTNAMES lists exactly the
+hosts of its slice, in order, and TPU_WORKER_ID is the host's position in it; with subgroups one
+LWS group holds several slices, so both must be computed per subgroup.
+
+LWS injects these at pod admission (pod webhook) into the container that requests google.com/tpu,
+so the check needs no TPU node: the pods are created and read while they stay Pending (no node
+advertises TPUs; the cluster's nodes are untouched). Covered: with and without subgroups, with
+and without the leader requesting TPUs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lws_conformance import workloads
+from lws_conformance.claims import Claims
+from lws_conformance.k8s import predicates as P
+from lws_conformance.scenario import Scenario
+
+pytestmark = pytest.mark.cluster
+Obj = dict[str, Any]
+TPU = "google.com/tpu"
+TPU_VARS = ("TPU_WORKER_HOSTNAMES", "TPU_WORKER_ID", "TPU_NAME")
+
+
+def _tpu_lws(name: str, size: int, leader_tpu: bool, sub: int | None) -> Obj:
+    obj = workloads.lws(name, replicas=1, size=size, gpus=4, gpu_resource=TPU)
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    if not leader_tpu:
+        res = lwt["leaderTemplate"]["spec"]["containers"][0]["resources"]
+        for k in ("requests", "limits"):
+            res[k].pop(TPU, None)
+    if sub:
+        lwt["subGroupPolicy"] = {"subGroupSize": sub}
+    return obj
+
+
+def expected(name: str, size: int, leader_tpu: bool, sub: int | None) -> dict[str, tuple[list[str], int, str] | None]:
+    """Per pod: (hosts of its slice, in order; TPU_WORKER_ID; TPU_NAME), None for a pod that
+    requests no TPU. Without subgroups the slice is the group's TPU pods; with subgroups of size
+    s it is the pod's subgroup: the leader (when it requests TPUs) and workers 1..s-1, then s
+    workers each; when the leader requests none, workers (k*s)+1..(k+1)*s (KEP 115:
+    TPU_WORKER_ID = (workerIndex - 1) % subGroupSize)."""
+    leader = f"{name}-0"
+    pods = [leader] + [f"{leader}-{j}" for j in range(1, size)]
+    tpu_pods = pods if leader_tpu else pods[1:]
+    s = sub or len(tpu_pods)
+    slices = [tpu_pods[i:i + s] for i in range(0, len(tpu_pods), s)]
+    out: dict[str, tuple[list[str], int, str] | None] = {} if leader_tpu else {leader: None}
+    for sl in slices:
+        for i, p in enumerate(sl):
+            out[p] = (sl, i, leader)
+    return out
+
+
+def _found(pod: Obj) -> tuple[list[str], int, str] | None:
+    c = next((c for c in pod["spec"]["containers"] if TPU in ((c.get("resources") or {}).get("limits") or {})), None)
+    if c is None:
+        return None
+    env = {e["name"]: e.get("value") for e in c.get("env") or []}
+    if not all(k in env for k in TPU_VARS):
+        return ([], -1, f"missing {[k for k in TPU_VARS if k not in env]}")
+    hosts = [h.split(".", 1)[0] for h in str(env["TPU_WORKER_HOSTNAMES"]).split(",")]
+    return hosts, int(env["TPU_WORKER_ID"]), str(env["TPU_NAME"])
+
+
+CASES = [  # (id, size, leader requests TPUs, subGroupSize, requirement)
+    ("size3-leader", 3, True, None, "LWS-TPU-001"),
+    ("size3-workers-only", 3, False, None, "LWS-TPU-001"),
+    ("size4-sub2-leader", 4, True, 2, "LWS-TPU-002"),
+    ("size5-sub2-workers-only", 5, False, 2, "LWS-TPU-002"),
+]
+
+
+@pytest.mark.parametrize(("size", "leader_tpu", "sub", "rid"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.requirement("LWS-TPU-001")
+@pytest.mark.requirement("LWS-TPU-002")
+@pytest.mark.requirement("LWS-TPU-003")
+def test_tpu_env_per_documented_formula(scenario: Scenario, claim: Claims, size: int, leader_tpu: bool,
+                                        sub: int | None, rid: str) -> None:
+    sc, name = scenario, "tp"
+    sc.create(_tpu_lws(name, size, leader_tpu, sub))
+    pods = sc.wait_pods(lambda ps: ps if P.names(ps) == P.expected_pod_names(name, 1, size) else None,
+                        f"the {size} pods of group 0 created (Pending: no node advertises {TPU})")
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    want = expected(name, size, leader_tpu, sub)
+    with claim(rid):
+        got = {n: _found(p) for n, p in by_name.items()}
+        wrong = {n: (got[n], want[n]) for n in want if got.get(n) != want[n]}
+        assert not wrong, f"(slice hosts, TPU_WORKER_ID, TPU_NAME) per pod, (got, want): {wrong}"
+    with claim("LWS-TPU-003"):
+        bad = {}
+        for n, p in by_name.items():
+            c = next((c for c in p["spec"]["containers"]
+                      if TPU in ((c.get("resources") or {}).get("limits") or {})), None)
+            env = {e["name"]: e.get("value") for e in (c or {}).get("env") or []}
+            hosts = [h for h in str(env.get("TPU_WORKER_HOSTNAMES", "")).split(",") if h]
+            if any(h.split(".", 1)[1:] != [p["spec"].get("subdomain")] for h in hosts):
+                bad[n] = (hosts, p["spec"].get("subdomain"))
+        assert not bad, f"TPU_WORKER_HOSTNAMES entries not <pod>.<subdomain>: {bad}"

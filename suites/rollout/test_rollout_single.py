@@ -1,0 +1,66 @@
+"""replicas 1 with maxSurge: is the update zero-downtime? (kubernetes-sigs/lws#688, open)
+
+Why: many inference deployments run one multi-host replica; maxSurge is how an operator asks for
+the new group to come up before the old one goes. lws#688 reports that with replicas 1 the update
+takes the only group down anyway. This test records what the installed version does, from the
+watch stream: whether a surge group was created and whether, at any event after the update
+started, no group was available (and for how long).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rollout_claims import proves_invariants, verify_claims
+from test_rolling_update import _bump_annotation, _leader_revision, _lws, _pods_at, _recorded
+
+from lws_conformance.claims import Claims
+from lws_conformance.observe import Event, artifact_dir, invariants
+from lws_conformance.scenario import Scenario
+
+pytestmark = pytest.mark.cluster
+
+
+def downtime(events: list[Event], since_t: float, lws: str | None = None) -> tuple[int, float]:
+    """(surge groups seen, seconds without any available group) from time `since_t` on, replaying
+    the recording event by event."""
+    surge: set[int] = set()
+    down_from: float | None = None
+    total = 0.0
+    for st in invariants.replay(events, lws):
+        ev = st.event
+        if ev is None or st.params is None or ev.t < since_t:
+            continue
+        surge |= {g for g in st.live_groups() if g >= st.params.replicas}
+        if not st.available_groups():
+            down_from = ev.t if down_from is None else down_from
+        elif down_from is not None:
+            total, down_from = total + ev.t - down_from, None
+    return len(surge), total
+
+
+@pytest.mark.parametrize("mu", [1, 0], ids=["mu1", "mu0"])
+@proves_invariants
+@pytest.mark.requirement("ROLL-SINGLE-001")
+def test_single_replica_with_max_surge_keeps_a_group_available(
+    scenario: Scenario, claim: Claims, mu: int, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """R=1, size 2, maxSurge 1, maxUnavailable 1 or 0: the surge group should be up before group 0
+    is replaced, so some group is available at every event of the update."""
+    sc, name = scenario, "r1"
+    with _recorded(sc) as tl:
+        sc.create(_lws(name, 1, 2, mu=mu, ms=1))
+        sc.wait_lws(name, sc.settled(1), "Available with 1 group")
+        start = tl.ordered()[-1].t if tl.ordered() else 0.0
+        _bump_annotation(sc, name, "1")
+        sc.wait_lws(name, sc.settled(1), "update done", timeout=90)
+        new = _leader_revision(sc, name)
+        sc.wait_pods(_pods_at(name, 1, 2, lambda g: new), f"group 0 Ready at {new}")
+
+    events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
+    with claim("ROLL-SINGLE-001"):
+        surged, down = downtime(events, start)
+        assert surged and down == 0, (
+            f"replicas 1, maxSurge 1, maxUnavailable {mu}: {surged} surge group(s) created, no group available "
+            f"for {down:.3f}s of the update (kubernetes-sigs/lws#688)")
