@@ -16,20 +16,25 @@ __all__ = ["ensure_binaries", "manifests_dir"]
 def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
     """Every binary the local cluster needs, building what is missing (cached by version).
 
-    Official release binaries are downloaded and verified where the release servers answer
-    (etcd, Kubernetes, kwok); every version left to build is resolved first, so a version the
-    proxy refuses fails in seconds, not after twenty minutes of building the components before
-    it; then free disk space is checked once for what must be built.
+    Versions only a build provides (LWS, Kueue) are resolved first, so a version the proxy
+    refuses fails in seconds, not after twenty minutes of building; then official release
+    binaries are downloaded and verified where the release servers answer (etcd, Kubernetes,
+    kwok), the rest is resolved, and free disk space is checked once for what must be built.
     """
-    to_build = []
+    missing = []
     for component, recipe in RECIPES.items():
         needed = not all(profile.binaries.get(b) for b in recipe.binaries)
         version, source = profile.versions[component], profile.sources.get(component)
         entry = cache.bin_dir(component, version)
         cached = entry.is_dir() and cache.damaged(entry, recipe.binaries) is None
-        if needed and not source and not cached and not download.fetch(component, version, progress):
-            module_download(recipe.module, version)
-            to_build.append(component)
+        if needed and not source and not cached:
+            missing.append(component)
+            if not download.assets(component, version):  # only a build provides it: resolve now
+                module_download(recipe.module, version)
+    to_build = [c for c in missing if not download.fetch(c, profile.versions[c], progress)]
+    for component in to_build:
+        if download.assets(component, profile.versions[component]):
+            module_download(RECIPES[component].module, profile.versions[component])
     if to_build:
         diskspace.check(to_build, progress)
     found: dict[str, Path] = {}

@@ -110,7 +110,7 @@ def fetch(component: str, version: str, progress: Progress) -> Path | None:
     if not wanted or not enabled():
         return None
     out = cache.bin_dir(component, version)
-    tmp = out.with_name(out.name + ".download")
+    tmp = cache.cache_root() / "downloads" / f"{component}-{version}"  # the bin dir only on success
     with cache.locked(f"{component}-{version}"):
         if out.is_dir() and cache.damaged(out, RECIPES[component].binaries) is None:
             return out
@@ -139,6 +139,7 @@ def fetch(component: str, version: str, progress: Progress) -> Path | None:
             raise
         cache.seal(tmp, RECIPES[component].binaries)
         shutil.rmtree(out, ignore_errors=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
         tmp.rename(out)
         progress(f"{component} {version}: release binaries verified (sha256) -> {out}")
         return out
