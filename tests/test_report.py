@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from lws_conformance.catalogue import Requirement
-from lws_conformance.report import evidence, html, render, summary
+from lws_conformance.report import evidence, html, product, render, summary
 from lws_conformance.report.summary import TestResult
 
 REQS = {
@@ -83,12 +83,12 @@ def test_html_fallback_shows_requirements_and_inlines_timelines(tmp_path: Path) 
 def test_product_yaml_maps_gang_requirements_to_kar_0053() -> None:
     doc = {
         "versions": {"kubernetes": "v1.36.3", "kueue": "v0.17.0", "lws": "v0.9.0"},
-        "requirements": [{"id": "KUEUE-GANG-001", "verdict": "passed", "statement": "Gang MUST hold."}],
+        "requirements": [{"id": "KUEUE-GANG-001", "level": "MUST", "verdict": "passed", "statement": "Gang."}],
     }
-    text = evidence.product_yaml(doc)
-    assert "KAR-0053" in text and "status: passed" in text and "kubernetes_version: v1.36.3" in text
+    text = product.render(doc)
+    assert "KAR-0053" in text and "status: Implemented" in text and "kubernetesVersion: v1.36" in text
     doc["requirements"][0]["verdict"] = "failed"
-    assert "status: incomplete" in evidence.product_yaml(doc)
+    assert "status: Not Implemented" in product.render(doc)
 
 
 def test_secret_scan_finds_key_material(tmp_path: Path) -> None:
