@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -12,9 +13,10 @@ from pathlib import Path
 from kubernetes import client
 from kubernetes.stream import stream
 
-from . import incluster, provenance
+from . import images, incluster, provenance
 from .errors import UserError
 from .k8s.client import api_client
+from .profile import load_profile
 from .providers.local import state_root
 from .report import archive
 
@@ -85,6 +87,19 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     return int(state.strip() or 3) if result.ok else 1
 
 
+def cmd_images(args: argparse.Namespace) -> int:
+    """The images the suites' pods name (with the profile's images.registry applied) and the harness image."""
+    registry = str((load_profile(args.profile, args.set).raw.get("images") or {}).get("registry") or "")
+    rows = [(name, images.ref(name, registry), use) for name, (_ref, use) in images.IMAGES.items()]
+    rows.append(("harness", DEFAULT_IMAGE, "the in-cluster runner (`lwsc gen --image` overrides it)"))
+    if args.output == "json":
+        print(json.dumps([{"name": n, "image": i, "used_by": u} for n, i, u in rows], indent=2))
+    else:
+        for name, image, use in rows:
+            print(f"{name:<16} {image:<48} {use}")
+    return 0
+
+
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dict[str, Handler]:
     gen = sub.add_parser(
         "gen",
@@ -108,4 +123,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dic
     ret.add_argument("--context", help="kubeconfig context (default: its current context)")
     ret.add_argument("--namespace", default=incluster.NAMESPACE, help=f"the Job's namespace ({incluster.NAMESPACE})")
     ret.add_argument("-o", "--output", default=".", help="directory to write the archive to (default .)")
-    return {"gen": cmd_gen, "retrieve": cmd_retrieve}
+    img = sub.add_parser(
+        "images",
+        help="list the container images the suites use (mirror them for air-gapped registries)",
+        formatter_class=RAW,
+        epilog="examples:\n  lwsc images\n  lwsc images --set images.registry=mirror.example.com/k8s --output json",
+    )
+    img.add_argument("--output", choices=("text", "json"), default="text", help="output format (default text)")
+    return {"gen": cmd_gen, "retrieve": cmd_retrieve, "images": cmd_images}

@@ -23,7 +23,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from . import claims, provenance
+from . import claims, images, provenance
 from .errors import LwscError, UserError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
@@ -93,6 +93,12 @@ def pytest_configure(config: pytest.Config) -> None:
         try:  # every deadline and watched window of the suites (workers inherit the environment)
             profile = load_profile(config.getoption("--lwsc-profile"), config.getoption("--lwsc-set"))
             os.environ[SCALE_ENV] = str(profile.timeout_scale)
+        except LwscError:
+            pass  # reported by the cluster fixture, where it matters
+    if not _is_worker(config) and images.REGISTRY_ENV not in os.environ:
+        try:  # test images from a mirror (profile key images.registry); workers inherit it
+            profile = load_profile(config.getoption("--lwsc-profile"), config.getoption("--lwsc-set"))
+            os.environ[images.REGISTRY_ENV] = str((profile.raw.get("images") or {}).get("registry") or "")
         except LwscError:
             pass  # reported by the cluster fixture, where it matters
     if _is_worker(config):

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from . import resources
+from . import images, resources
 
 MANIFESTS = resources.fixtures() / "manifests"
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
@@ -23,7 +23,7 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 @cache
 def _template(name: str) -> dict[str, Any]:
     data: dict[str, Any] = yaml.safe_load((MANIFESTS / name).read_text())
-    return data
+    return images.rewrite(data)  # type: ignore[no-any-return]
 
 
 def lws(
