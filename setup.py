@@ -57,6 +57,8 @@ class BuildWithData(build_py):
             if src.is_dir():
                 shutil.copytree(src, target / tree, ignore=SKIP, dirs_exist_ok=True)
         (target / "pytest.ini").write_text(_pytest_ini())
+        for package in (target, target / "suites"):  # `pytest --pyargs lws_conformance._data.suites`
+            (package / "__init__.py").write_text('"""Data shipped with lws-conformance (see setup.py)."""\n')
         (target / "BUILD.json").write_text(json.dumps({"commit": _commit()}) + "\n")
 
 

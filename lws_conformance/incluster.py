@@ -33,6 +33,7 @@ RULES: list[tuple[str, list[str], list[str]]] = [
     ("", ["pods/status"], ["get", "patch"]),  # tests report readiness as a kubelet would (kwok nodes)
     ("", ["services"], ["get", "list", "watch", "delete"]),
     ("", ["events"], READ),
+    ("events.k8s.io", ["events"], READ),  # the restart-policy tests read container restarts from events
     ("", ["nodes"], READ),  # topology labels, capacity (preflight)
     ("", ["configmaps"], ["get"]),  # preflight: the controllers' manager config (feature gates)
     ("apps", ["statefulsets"], ["get", "list", "watch", "delete"]),  # self-healing deletes one

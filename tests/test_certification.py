@@ -177,3 +177,21 @@ def test_snake_case_metadata_is_accepted_and_unanswered_should_is_allowed(tmp_pa
     doc["spec"]["accelerators"] = [{"id": "dra_support", "description": "d", "level": "SHOULD", "status": "",
                                     "evidence": [], "notes": ""}]
     assert product.problems(doc, base=_run_dir(tmp_path), final=True) == []
+
+
+def test_an_archive_repacked_with_directory_entries_still_verifies(tmp_path: Path) -> None:
+    """`tar czf` of the unpacked archive adds directory members; only file contents count."""
+    run = _run_dir(tmp_path)
+    tgz = archive.write(run, tmp_path / "r.tar.gz", {"version": "0.1.0", "commit": "abc"})
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(tgz) as tar:
+        tar.extractall(unpacked, filter="data")
+    repacked = tmp_path / "repacked.tar.gz"
+    with tarfile.open(repacked, "w:gz") as tar:
+        tar.add(unpacked / f"lwsc-results-{run.name}", arcname=f"lwsc-results-{run.name}")
+    assert archive.verify(repacked).ok
+    evil = tmp_path / "evil.tar.gz"
+    with tarfile.open(evil, "w:gz") as tar:
+        tar.add(unpacked / f"lwsc-results-{run.name}" / "manifest.json", arcname="../manifest.json")
+    with pytest.raises(archive.BadArchive, match="unsafe"):
+        archive.verify(evil)

@@ -69,7 +69,8 @@ def test_sigterm_interrupts_the_pytest_child_and_waits_for_it(tmp_path: Path) ->
         "signal.signal(signal.SIGTERM, cli._sigterm); "
         f"cli._tee([sys.executable, '-c', {CHILD!r}, {str(marker)!r}], Path({str(log)!r}))"
     )
-    proc = subprocess.Popen([sys.executable, "-u", "-c", wrapper], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cmd = [sys.executable, "-u", "-c", wrapper]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)

@@ -28,9 +28,13 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return whl
 
 
-def test_checkout_locator_points_at_the_top_level_directories() -> None:
-    assert resources.root() == ROOT and not resources.installed()
-    assert resources.suites() == ROOT / "suites" and resources.chaos() == ROOT / "chaos"
+def test_locator_points_at_the_checkout_or_the_installed_copy() -> None:
+    if resources.PACKAGE.parent == ROOT:  # editable install / checkout on sys.path
+        assert resources.root() == ROOT and not resources.installed()
+        assert resources.suites() == ROOT / "suites" and resources.chaos() == ROOT / "chaos"
+    else:  # tox: the package comes from a wheel installed in the env
+        assert resources.installed() and resources.root() == resources.PACKAGE / "_data"
+    assert (resources.suites() / "lws").is_dir() and (resources.fixtures() / "profiles" / "default.yaml").is_file()
 
 
 def test_wheel_contains_the_data_trees_license_and_pytest_config(wheel: Path) -> None:

@@ -98,9 +98,9 @@ def _members(path: Path) -> dict[str, bytes]:
             out: dict[str, bytes] = {}
             for m in tar.getmembers():
                 parts = PurePosixPath(m.name).parts
-                if m.name.startswith("/") or ".." in parts or len(parts) < 2:
+                if m.name.startswith("/") or ".." in parts or (m.isfile() and len(parts) < 2):
                     raise BadArchive(f"{path}: unsafe or unexpected member path {m.name!r}")
-                if m.isfile():
+                if m.isfile():  # directories (a re-packed archive has them) carry no content
                     fh = tar.extractfile(m)
                     out["/".join(parts[1:])] = fh.read() if fh else b""
             return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -43,7 +44,8 @@ FORBIDDEN = [  # (group, resource, verb, namespaced)
 def sa_kubeconfig(k8s: client.ApiClient, lwsc_cluster: ClusterHandle, run_id: str, tmp_path: Path) -> Iterator[Path]:
     """`lwsc gen`'s Namespace, ServiceAccount, ClusterRole and binding (named per run), and a
     kubeconfig holding a TokenRequest token of that ServiceAccount."""
-    ns, name = f"lwsc-rbac-{run_id}", f"{incluster.NAME}-{run_id}"
+    suffix = f"{run_id}-{secrets.token_hex(2)}"  # per test: a namespace being deleted cannot be reused
+    ns, name = f"lwsc-rbac-{suffix}", f"{incluster.NAME}-{suffix}"
     docs = {d["kind"]: d for d in incluster.manifests("unused", ns)}
     role, binding = docs["ClusterRole"], docs["ClusterRoleBinding"]
     role["metadata"]["name"] = binding["metadata"]["name"] = binding["roleRef"]["name"] = name
