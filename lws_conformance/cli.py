@@ -28,7 +28,7 @@ from .providers import discovery, existing, preflight, process
 from .providers.base import ClusterHandle
 from .providers.kind import KindCluster, KindTools
 from .providers.local import ORDER, LocalCluster, state_root
-from .report import render, summary
+from .report import html, render, summary
 from .toolchain import cache as bincache
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -82,6 +82,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     started = time.monotonic()
     for name, path in ensure_binaries(load_profile(args.profile, args.set), _progress).items():
         print(f"{name:<24} {path}")
+    allure = html.install_allure(bincache.cache_root() / "node")  # reports then render offline
+    print(f"{'allure (report HTML)':<24} {allure or 'not installed (no Node/npm): reports use index.html'}")
     _progress(f"binaries ready in {time.monotonic() - started:.0f}s")
     return 0
 

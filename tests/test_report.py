@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from lws_conformance.catalogue import Requirement
 from lws_conformance.report import evidence, html, product, render, summary
 from lws_conformance.report.summary import TestResult
@@ -105,3 +107,14 @@ def test_allure_metadata_has_environment_and_categories(tmp_path: Path) -> None:
     assert "Lws.version=v0.9.0" in (tmp_path / "environment.properties").read_text()
     names = [c["name"] for c in json.loads((tmp_path / "categories.json").read_text())]
     assert any("Contract violated" in n for n in names) and any("infrastructure" in n for n in names)
+
+
+def test_report_rendering_never_installs_allure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Offline: without the CLI installed by `lwsc build` / bootstrap, no npm runs; index.html stays."""
+    (tmp_path / "allure-results").mkdir()
+
+    def no_network(*_a: object, **_k: object) -> None:
+        raise AssertionError("report rendering ran a subprocess (npm install?)")
+
+    monkeypatch.setattr(html.subprocess, "run", no_network)
+    assert html.allure_single_file(tmp_path, tmp_path / "tools") is None
