@@ -21,7 +21,9 @@ from pathlib import Path
 
 import yaml
 
-CATALOGUE = Path(__file__).resolve().parent.parent / "fixtures" / "requirements"
+from . import resources
+
+CATALOGUE = resources.fixtures() / "requirements"
 _ID = re.compile(r"^(LWS|KUEUE|ROLL|CHAOS)-[A-Z]+-\d{3}$")
 LEVELS = ("MUST", "SHOULD")
 # What each kind of source is: promises (doc, api, kep) make a MUST; intent (code, test, issue)

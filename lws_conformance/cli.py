@@ -19,7 +19,7 @@ from typing import cast
 
 from kubernetes import client
 
-from . import matrix, verdicts
+from . import cli_certify, cli_conventions, cli_incluster, matrix, provenance, resources, verdicts
 from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
 from .k8s.objects import RUN_LABEL, sweep_run
@@ -28,11 +28,10 @@ from .providers import discovery, existing, preflight, process
 from .providers.base import ClusterHandle
 from .providers.kind import KindCluster, KindTools
 from .providers.local import ORDER, LocalCluster, state_root
-from .report import render, summary
+from .report import html, render, summary
 from .toolchain import cache as bincache
 from .toolchain.gobuild import TRANSIENT
 
-PROJECT = Path(__file__).resolve().parent.parent
 CHILD_CLEANUP_S = 120  # pytest's Ctrl-C path deletes the run's namespaces; then it is killed
 
 
@@ -97,6 +96,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     started = time.monotonic()
     for name, path in ensure_binaries(load_profile(args.profile, args.set), _progress).items():
         print(f"{name:<24} {path}")
+    allure = html.install_allure(bincache.cache_root() / "node")  # reports then render offline
+    print(f"{'allure (report HTML)':<24} {allure or 'not installed (no Node/npm): reports use index.html'}")
     _progress(f"binaries ready in {time.monotonic() - started:.0f}s")
     return 0
 
@@ -129,6 +130,8 @@ def cmd_kubeconfig(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     cluster = _cluster(args)
     recs = {r.name: r for r in cluster.records()}
+    if getattr(args, "output", "text") == "json":
+        return _status_json(args, cluster, recs)
     if not recs:
         print(f"cluster '{args.name}': not running (state dir {cluster.dir})")
         return 1
@@ -139,6 +142,19 @@ def cmd_status(args: argparse.Namespace) -> int:
         pid = rec.pid if rec else "-"
         print(f"  {name:<24} {state:<8} pid {pid!s:<8} log {cluster.log(name)}")
     return 0 if cluster.running() else 1
+
+
+def _status_json(args: argparse.Namespace, cluster: LocalCluster, recs: dict[str, process.ProcRecord]) -> int:
+    up = bool(recs) and cluster.running()
+    components = [
+        {"name": n, "state": "running" if recs.get(n) and process.alive(recs[n]) else "stopped",
+         "pid": recs[n].pid if n in recs else None, "log": str(cluster.log(n))}
+        for n in ORDER
+    ]
+    state = "up" if up else ("degraded" if recs else "not running")
+    doc = {"name": args.name, "state": state, "kubeconfig": str(cluster.kubeconfig), "components": components}
+    print(json.dumps(doc, indent=2))
+    return 0 if up else 1
 
 
 def _selection(args: argparse.Namespace) -> list[str]:
@@ -173,8 +189,13 @@ def _exit_code(pytest_rc: int, run_dir: Path, *, strict: bool = False, certify: 
     return 0 if pytest_rc == 0 else 3
 
 
+def _default_reports() -> str:
+    """./reports of the current directory, or $ARTIFACTS (a CI's artefact directory) when set."""
+    return os.environ.get("ARTIFACTS") or str(Path.cwd() / "reports")
+
+
 def _reports_dir(args: argparse.Namespace, run_id: str) -> Path:
-    reports = Path(args.reports)
+    reports = Path(args.reports).expanduser().resolve()
     out = reports / run_id
     out.mkdir(parents=True, exist_ok=True)
     latest = reports / "latest"
@@ -190,7 +211,7 @@ def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path,
         sys.executable,
         "-m",
         "pytest",
-        str(PROJECT / "suites"),
+        str(resources.suites()),
         *_selection(args),
         f"--lwsc-handle={handle_file}",
         f"--lwsc-run-id={run_id}",
@@ -228,14 +249,16 @@ def _existing_kubeconfig(args: argparse.Namespace, run_id: str) -> Path:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """The main job: bring up (or reuse, or adopt) a cluster, run the suites, write reports/."""
+    cli_incluster.apply_in_cluster(args)  # --in-cluster: the pod's ServiceAccount, existing provider
     provider = _provider(args)
     if args.certify and (args.focus or args.skip or args.pytest_args):
         raise UserError("--certify runs every requirement: drop --focus/--skip and extra pytest arguments")
     if args.dry_run:
-        cmd = [sys.executable, "-m", "pytest", str(PROJECT / "suites"), "--collect-only", "-q", *_selection(args)]
-        return subprocess.call(cmd, cwd=PROJECT)
+        cmd = [sys.executable, "-m", "pytest", str(resources.suites()), "--collect-only", "-q", *_selection(args)]
+        return subprocess.call(cmd, cwd=resources.root())
     if provider == "existing" and not args.kubeconfig:
         raise UserError("the existing provider needs --kubeconfig PATH (and optionally --context NAME)")
+    cli_conventions.check_selection(_selection(args))  # exit 2 before any cluster if it selects nothing
     run_id = time.strftime("%Y%m%d-%H%M%S")
     pytest_run_id = run_id.replace("-", "")[4:]
     if provider == "existing":
@@ -281,8 +304,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 finally:
                     api.close()
     if (out / "results.json").is_file():
+        cli_certify.keep_product_metadata(args, out)
         render.render(out, bincache.cache_root() / "node")
     code = _exit_code(rc, out, strict=args.strict, certify=args.certify)
+    _progress(f"results archive: {cli_certify.write_archive(out)} (check it with `lwsc verify`)")
     _progress(f"done: {out / 'summary.md'} (exit {code})")
     return code
 
@@ -335,7 +360,8 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         report = preflight.run(api, load_profile(args.profile, args.set).topology, known)
     finally:
         api.close()
-    print(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
+    as_json = args.json or getattr(args, "output", "text") == "json"
+    print(json.dumps(report.to_dict(), indent=2) if as_json else report.text())
     return 2 if report.failed else 0
 
 
@@ -398,7 +424,7 @@ def _tee(cmd: list[str], log: Path) -> int:
         # Its own process group: a Ctrl-C at the terminal reaches lwsc only, which passes exactly
         # one SIGINT to pytest and its xdist workers (whose teardown deletes the run's namespaces).
         proc = subprocess.Popen(
-            cmd, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+            cmd, cwd=resources.root(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
             start_new_session=True,
         )
         assert proc.stdout is not None
@@ -407,13 +433,15 @@ def _tee(cmd: list[str], log: Path) -> int:
                 sys.stdout.write(line)
                 fh.write(line)
             return proc.wait()
-        except KeyboardInterrupt:
+        except BaseException:  # SIGTERM/Ctrl-C of lwsc: pytest tears its tests down, then goes
             _interrupt_group(proc)
             raise
 
 
 def _interrupt_group(proc: subprocess.Popen[str]) -> None:
     """SIGINT to the child's process group; wait for its cleanup; kill it after a deadline."""
+    if proc.poll() is not None:
+        return
     try:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=CHILD_CLEANUP_S)
@@ -440,6 +468,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lwsc", description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--version", action=_Version, help="print the harness version and commit, then exit")
     p.add_argument(
         "--profile",
         default=os.environ.get("LWSC_PROFILE", "default"),
@@ -465,7 +494,8 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("build", help="build (or find in the cache) every binary of the profile")
     sub.add_parser("up", help="bring up the local cluster (idempotent); prints the kubeconfig path")
     sub.add_parser("down", help="stop every process of the local cluster and remove its state")
-    sub.add_parser("status", help="show each component, its pid and log file")
+    stat = sub.add_parser("status", help="show each component, its pid and log file")
+    stat.add_argument("--output", choices=("text", "json"), default="text", help="output format (default text)")
     sub.add_parser("kubeconfig", help="print the admin kubeconfig path")
     rep = sub.add_parser("report", help="re-render a run directory (summary, HTML, PRODUCT.yaml) offline")
     rep.add_argument("run_dir")
@@ -473,7 +503,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--focus", help="run only tests matching this pytest -k expression (e.g. a requirement id)")
     run.add_argument("--skip", help="skip tests matching this pytest -k expression")
     run.add_argument("--dry-run", action="store_true", help="list what would run, run nothing")
-    run.add_argument("--reports", default=str(PROJECT / "reports"))
+    run.add_argument(
+        "--reports", default=_default_reports(), help="where run directories go (default ./reports or $ARTIFACTS)"
+    )
     run.add_argument("-n", "--workers", default="2", help="pytest-xdist workers (default 2)")
     run.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
     run.add_argument(
@@ -493,6 +525,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run `destructive` tests on an existing cluster (they always run on local/kind)",
     )
+    run.add_argument(
+        "--in-cluster", action="store_true", help="run inside the cluster under test with the pod's ServiceAccount"
+    )
+    run.add_argument(
+        "--product-metadata", metavar="FILE", help="YAML of PRODUCT.yaml metadata (vendorName, platformName, ...)"
+    )
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     disc = sub.add_parser("discover", help="print a profile (topology labels, GPU resource) proposed from the nodes")
     _cluster_args(disc)
@@ -500,6 +538,7 @@ def parser() -> argparse.ArgumentParser:
     pre = sub.add_parser("preflight", help="versions, feature gates and capacity of the cluster, before any test")
     _cluster_args(pre)
     pre.add_argument("--json", action="store_true", help="machine-readable output")
+    pre.add_argument("--output", choices=("text", "json"), default="text", help="output format (--json = json)")
     clean = sub.add_parser("cleanup", help="delete what harness runs created (label lwsc.x-k8s.io/run), nothing else")
     _cluster_args(clean)
     clean.add_argument("--run-id", help="the run whose objects to delete")
@@ -511,9 +550,26 @@ def parser() -> argparse.ArgumentParser:
     mat.add_argument("--skip", help="pytest -k expression to leave out")
     mat.add_argument("-n", "--workers", default="2", help="pytest-xdist workers per cell (default 2)")
     mat.add_argument("--base-port", type=int, default=matrix.MATRIX_BASE_PORT, help="first cell's network.base_port")
-    mat.add_argument("--reports", default=str(PROJECT / "reports"))
+    mat.add_argument("--reports", default=_default_reports(), help="default ./reports or $ARTIFACTS")
     mat.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    EXTRA_HANDLERS.update(cli_certify.add_parsers(sub))
+    EXTRA_HANDLERS.update(cli_incluster.add_parsers(sub))
+    cli_conventions.add_late_globals(p, sub)
     return p
+
+
+EXTRA_HANDLERS: dict[str, cli_certify.Handler] = {}  # subcommands defined in cli_*.py modules
+
+
+class _Version(argparse.Action):
+    """`lwsc --version`: package version and the commit it was built from (git is asked only here)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=str(kwargs.get("help")))
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        print(f"lwsc {provenance.version()} (commit {provenance.commit()})")
+        parser.exit()
 
 
 def _cluster_args(p: argparse.ArgumentParser) -> None:
@@ -526,7 +582,7 @@ def _sigterm(_signum: int, _frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = cli_conventions.finish(parser().parse_args(argv))
     signal.signal(signal.SIGTERM, _sigterm)
     # Started in the background by a script, a process inherits SIGINT ignored; lwsc's cleanup
     # path is KeyboardInterrupt, so Ctrl-C (SIGINT) must reach it however it was started.
@@ -543,6 +599,7 @@ def main(argv: list[str] | None = None) -> int:
         "preflight": cmd_preflight,
         "cleanup": cmd_cleanup,
         "matrix": cmd_matrix,
+        **EXTRA_HANDLERS,
     }
     try:
         return handlers[args.command](args)

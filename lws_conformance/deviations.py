@@ -17,10 +17,11 @@ from pathlib import Path
 
 import yaml
 
+from . import resources
 from .catalogue import parse_version
 
-ROOT = Path(__file__).resolve().parent.parent
-FILE = ROOT / "fixtures" / "known-deviations.yaml"
+ROOT = resources.root()
+FILE = resources.fixtures() / "known-deviations.yaml"
 KINDS = ("deterministic", "race")
 
 

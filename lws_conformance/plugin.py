@@ -23,7 +23,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from . import claims, provenance
+from . import claims, images, provenance
 from .errors import LwscError, UserError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
@@ -36,8 +36,17 @@ from .providers.local import LocalCluster, claim_port_range, release_port_range,
 from .report import evidence, render, summary
 from .scenario import Scenario
 from .toolchain import cache as bincache
+from .toolchain import missing as binaries_missing
 
 OWNER_FILE = "started-by-run"
+# Registered by the plugin itself, so the suites run the same from any project or an installed wheel.
+MARKERS = (
+    "requirement(id): the catalogue requirement this test proves",
+    "cluster: needs a running cluster (the local one is brought up on demand)",
+    "xdist_group(name): run these tests on one xdist worker (--dist=loadgroup)",
+    "destructive: breaks things or needs the whole capacity; on a cluster the harness did not create it runs only "
+    "with --lwsc-allow-destructive",
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,6 +63,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--lwsc-set", action="append", default=[], help="profile override key=value")
     g.addoption("--lwsc-run-id", help="run id (namespaces and reports are named from it)")
     g.addoption("--lwsc-keep", action="store_true", help="leave an on-demand local cluster up")
+    g.addoption(
+        "--lwsc-build",
+        action="store_true",
+        help="let an on-demand local cluster build missing binaries from Go source (else: run `lwsc build` first)",
+    )
     g.addoption("--lwsc-report-dir", help="write summary.json / summary.md (per-requirement verdicts) here")
     g.addoption(
         "--lwsc-requirements-out",
@@ -72,12 +86,20 @@ def _is_worker(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
     if not config.pluginmanager.has_plugin("lwsc-claims"):
         config.pluginmanager.register(claims, "lwsc-claims")
     if not _is_worker(config) and SCALE_ENV not in os.environ:
         try:  # every deadline and watched window of the suites (workers inherit the environment)
             profile = load_profile(config.getoption("--lwsc-profile"), config.getoption("--lwsc-set"))
             os.environ[SCALE_ENV] = str(profile.timeout_scale)
+        except LwscError:
+            pass  # reported by the cluster fixture, where it matters
+    if not _is_worker(config) and images.REGISTRY_ENV not in os.environ:
+        try:  # test images from a mirror (profile key images.registry); workers inherit it
+            profile = load_profile(config.getoption("--lwsc-profile"), config.getoption("--lwsc-set"))
+            os.environ[images.REGISTRY_ENV] = str((profile.raw.get("images") or {}).get("registry") or "")
         except LwscError:
             pass  # reported by the cluster fixture, where it matters
     if _is_worker(config):
@@ -147,6 +169,12 @@ def lwsc_cluster(
                 raise UserError(f"preflight: {first.name}: {first.detail} (run `lwsc preflight` for the full report)")
             return adopted
         cluster = LocalCluster(profile)
+        todo = [] if opt("--lwsc-build") or cluster.running() else binaries_missing(profile)
+        if todo:
+            raise UserError(
+                f"the local cluster needs binaries not built yet ({', '.join(todo)}); run `lwsc build` "
+                "first, pass --lwsc-build to build them now, or give --lwsc-handle / --lwsc-kubeconfig"
+            )
         state_root().mkdir(parents=True, exist_ok=True)
         with bincache.locked(f"cluster-{cluster.name}"):
             if not cluster.running():

@@ -15,9 +15,10 @@ from typing import Any
 
 import yaml
 
+from . import resources
 from .errors import UserError
 
-PROFILES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "profiles"
+PROFILES_DIR = resources.fixtures() / "profiles"
 COMPONENTS = ("etcd", "kubernetes", "kwok", "lws", "kueue")
 BINARIES = (
     "etcd",

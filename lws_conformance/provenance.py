@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from importlib import metadata
 from pathlib import Path
+
+from . import resources
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -17,7 +20,11 @@ def version() -> str:
 
 
 def commit() -> str:
-    """The checkout's HEAD commit (with `-dirty` when files differ), or "unknown"."""
+    """The checkout's HEAD commit (with `-dirty` when files differ); in an installed wheel the
+    commit it was built from (recorded by setup.py); else "unknown"."""
+    build = resources.PACKAGED / "BUILD.json"
+    if resources.installed() and build.is_file():
+        return str(json.loads(build.read_text()).get("commit") or "unknown")
     try:
         head = subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True

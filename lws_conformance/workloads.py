@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import copy
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-MANIFESTS = Path(__file__).resolve().parent.parent / "fixtures" / "manifests"
+from . import images, resources
+
+MANIFESTS = resources.fixtures() / "manifests"
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -22,7 +23,7 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 @cache
 def _template(name: str) -> dict[str, Any]:
     data: dict[str, Any] = yaml.safe_load((MANIFESTS / name).read_text())
-    return data
+    return images.rewrite(data)  # type: ignore[no-any-return]
 
 
 def lws(

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from lws_conformance.catalogue import Requirement
-from lws_conformance.report import evidence, html, render, summary
+from lws_conformance.report import evidence, html, product, render, summary
 from lws_conformance.report.summary import TestResult
 
 REQS = {
@@ -83,12 +85,12 @@ def test_html_fallback_shows_requirements_and_inlines_timelines(tmp_path: Path) 
 def test_product_yaml_maps_gang_requirements_to_kar_0053() -> None:
     doc = {
         "versions": {"kubernetes": "v1.36.3", "kueue": "v0.17.0", "lws": "v0.9.0"},
-        "requirements": [{"id": "KUEUE-GANG-001", "verdict": "passed", "statement": "Gang MUST hold."}],
+        "requirements": [{"id": "KUEUE-GANG-001", "level": "MUST", "verdict": "passed", "statement": "Gang."}],
     }
-    text = evidence.product_yaml(doc)
-    assert "KAR-0053" in text and "status: passed" in text and "kubernetes_version: v1.36.3" in text
+    text = product.render(doc)
+    assert "KAR-0053" in text and "status: Implemented" in text and "kubernetesVersion: v1.36" in text
     doc["requirements"][0]["verdict"] = "failed"
-    assert "status: incomplete" in evidence.product_yaml(doc)
+    assert "status: Not Implemented" in product.render(doc)
 
 
 def test_secret_scan_finds_key_material(tmp_path: Path) -> None:
@@ -105,3 +107,14 @@ def test_allure_metadata_has_environment_and_categories(tmp_path: Path) -> None:
     assert "Lws.version=v0.9.0" in (tmp_path / "environment.properties").read_text()
     names = [c["name"] for c in json.loads((tmp_path / "categories.json").read_text())]
     assert any("Contract violated" in n for n in names) and any("infrastructure" in n for n in names)
+
+
+def test_report_rendering_never_installs_allure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Offline: without the CLI installed by `lwsc build` / bootstrap, no npm runs; index.html stays."""
+    (tmp_path / "allure-results").mkdir()
+
+    def no_network(*_a: object, **_k: object) -> None:
+        raise AssertionError("report rendering ran a subprocess (npm install?)")
+
+    monkeypatch.setattr(html.subprocess, "run", no_network)
+    assert html.allure_single_file(tmp_path, tmp_path / "tools") is None

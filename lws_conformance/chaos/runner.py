@@ -18,10 +18,11 @@ from typing import Any
 from chaoslib.experiment import ensure_experiment_is_valid, run_experiment
 from chaoslib.loader import load_experiment
 
+from .. import resources
 from . import safety
 
 Journal = dict[str, Any]
-EXPERIMENTS = Path(__file__).resolve().parent.parent.parent / "chaos"
+EXPERIMENTS = resources.chaos()
 # Rollbacks run whatever happened; the ledger then catches anything a rollback missed.
 SETTINGS: dict[str, Any] = {"runtime": {"rollbacks": {"strategy": "always"}}}
 

@@ -24,6 +24,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from .. import resources
 from ..errors import InfraError, UserError
 from ..install import controllers, manifests, pki
 from ..install import crds as crd_checks
@@ -65,7 +66,7 @@ DEFAULT_STORAGE_CLASS = {
     "volumeBindingMode": "Immediate",
 }
 # Replaces kwok's pod-delete stage (why: in the file).
-POD_DELETE_STAGE = Path(__file__).resolve().parents[2] / "fixtures" / "kwok" / "pod-delete.yaml"
+POD_DELETE_STAGE = resources.fixtures() / "kwok" / "pod-delete.yaml"
 CAPABILITIES = frozenset({"stop-controller", "restart-apiserver", "node-failure", "pod-status-faults"})
 
 

@@ -74,21 +74,30 @@ def fallback(run_dir: Path, summary: dict[str, Any]) -> Path:
     return out
 
 
-def allure_single_file(run_dir: Path, tools_dir: Path) -> Path | None:
-    """Allure 3 single-file HTML via the npm `allure` package (no Java); None without Node."""
-    results = run_dir / "allure-results"
-    if not results.is_dir() or not shutil.which("npm") or not shutil.which("node"):
-        return None
+def install_allure(tools_dir: Path) -> Path | None:
+    """Install the npm `allure` CLI into `tools_dir` (network; `lwsc build` and scripts/bootstrap
+    do it once); its path, or None without Node/npm or when npm fails."""
     cli = tools_dir / "node_modules" / ".bin" / "allure"
-    if not cli.exists():
-        tools_dir.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(tools_dir), ALLURE_NPM],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            return None
+    if cli.exists():
+        return cli
+    if not shutil.which("npm") or not shutil.which("node"):
+        return None
+    tools_dir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(tools_dir), ALLURE_NPM],
+        capture_output=True,
+        text=True,
+    )
+    return cli if proc.returncode == 0 and cli.exists() else None
+
+
+def allure_single_file(run_dir: Path, tools_dir: Path) -> Path | None:
+    """Allure 3 single-file HTML via the npm `allure` package (no Java), offline: None unless
+    `install_allure` put the CLI into `tools_dir` before (index.html is the fallback report)."""
+    results = run_dir / "allure-results"
+    cli = tools_dir / "node_modules" / ".bin" / "allure"
+    if not results.is_dir() or not cli.exists() or not shutil.which("node"):
+        return None
     config = run_dir / "allurerc.json"
     config.write_text(
         json.dumps({"name": "lws-conformance", "plugins": {"awesome": {"options": {"singleFile": True}}}})

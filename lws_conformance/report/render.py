@@ -7,8 +7,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from .. import catalogue
-from . import evidence, html, summary
+from . import html, product, summary
 
 
 def save_results(run_dir: Path, results: list[summary.TestResult], meta: dict[str, Any]) -> None:
@@ -32,7 +34,9 @@ def summarize(run_dir: Path) -> dict[str, Any]:
 def render(run_dir: Path, tools_dir: Path | None = None) -> dict[str, Any]:
     """summary.json/md, PRODUCT.yaml, index.html (and Allure HTML when Node is present)."""
     doc = summarize(run_dir)
-    (run_dir / "PRODUCT.yaml").write_text(evidence.product_yaml(doc))
+    metadata_file = run_dir / product.METADATA_FILE
+    metadata = yaml.safe_load(metadata_file.read_text()) if metadata_file.is_file() else None
+    (run_dir / "PRODUCT.yaml").write_text(product.render(doc, (metadata or {}).get("metadata", metadata)))
     html.fallback(run_dir, doc)
     if tools_dir is not None:
         html.allure_single_file(run_dir, tools_dir)

@@ -10,7 +10,7 @@ from . import cache, diskspace, download
 from .gobuild import Progress, build, module_dir, module_download
 from .recipes import RECIPES
 
-__all__ = ["ensure_binaries", "manifests_dir"]
+__all__ = ["ensure_binaries", "manifests_dir", "missing"]
 
 
 def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
@@ -49,6 +49,19 @@ def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
             override = overrides[name]
             found[name] = _checked(name, Path(override) if override else directory / name)
     return found
+
+
+def missing(profile: Profile) -> list[str]:
+    """Components `ensure_binaries` would build from Go source (neither given nor cached)."""
+    todo = []
+    for component, recipe in RECIPES.items():
+        if all(profile.binaries.get(b) for b in recipe.binaries):
+            continue
+        version = profile.versions[component]
+        directory = cache.bin_dir(component, version, profile.sources.get(component))
+        if not all((directory / b).is_file() for b in recipe.binaries):
+            todo.append(f"{component} {version}")
+    return todo
 
 
 def _checked(name: str, path: Path) -> Path:

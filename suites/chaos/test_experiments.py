@@ -29,7 +29,7 @@ from lws_conformance.providers import nodes, process
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
-REPORTS = Path(__file__).resolve().parents[2] / "reports" / "chaos"
+REPORTS = artifact_dir(Path.cwd() / "reports") / "chaos"
 PRIVATE = pytest.mark.xdist_group("chaos-private")
 Obj = dict[str, Any]
 

@@ -15,7 +15,7 @@ from typing import Any
 import kueue_helpers as K
 import pytest
 
-from lws_conformance import workloads
+from lws_conformance import images, workloads
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import wait_for
 from lws_conformance.observe import artifact_dir, record, saved
@@ -24,7 +24,7 @@ from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
-OLD, NEW = "registry.k8s.io/nginx-slim:0.27", "registry.k8s.io/nginx-slim:0.26"
+OLD, NEW = images.ref("workload"), images.ref("workload-update")
 
 
 def _lws(name: str, cluster: ClusterHandle, replicas: int, size: int, max_surge: int) -> Obj:

@@ -1,0 +1,92 @@
+"""Command-line conventions shared by every `lwsc` subcommand (kept out of cli.py):
+
+- global flags (--profile, --set, --name, --provider, ...) are accepted after the subcommand too
+  (`lwsc run --name x` = `lwsc --name x run`; --set given on both sides adds up);
+- `KUBECONFIG` is honoured where a kubeconfig is expected and none was given;
+- `--focus`/`--skip` that select nothing end in exit 2 before any cluster is brought up;
+- subcommand help shows examples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from . import resources
+from .errors import UserError
+
+GLOBAL_FLAGS = ("--profile", "--set", "--name", "--provider", "--kind-bin", "--docker-bin", "--kubectl-bin")
+LATE_SET = "set_after_command"
+EXAMPLES = {
+    "up": ["lwsc --name dev up", "lwsc up --name dev --set network.base_port=17000"],
+    "down": ["lwsc down --name dev"],
+    "status": ["lwsc status --name dev", "lwsc status --output json"],
+    "run": [
+        "lwsc run --focus LWS-NAME",
+        "lwsc run --certify --product-metadata vendor.yaml",
+        "lwsc run --kubeconfig ~/.kube/config --context prod   # a cluster you run",
+        "lwsc --provider existing run                          # uses $KUBECONFIG",
+    ],
+    "preflight": ["lwsc preflight --kubeconfig ~/.kube/config --output json"],
+    "discover": ["lwsc discover --kubeconfig ~/.kube/config -o my-profile.yaml"],
+    "cleanup": ["lwsc cleanup --all --kubeconfig ~/.kube/config"],
+    "report": ["lwsc report reports/latest"],
+    "matrix": ["lwsc matrix --lws v0.8.0,v0.9.0 --focus 'LWS-NAME or LWS-VALID'"],
+}
+
+
+def add_late_globals(root: argparse.ArgumentParser, sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Copy the root parser's global flags onto every subcommand (SUPPRESSed defaults, so a flag
+    not repeated keeps the value given before the subcommand) and add the examples epilogs."""
+    actions = {a.option_strings[0]: a for a in root._actions if a.option_strings}
+    actions = {flag: a for flag, a in actions.items() if flag in GLOBAL_FLAGS}
+    for name, parser in sub.choices.items():
+        for flag, action in actions.items():
+            if any(flag in a.option_strings for a in parser._actions):
+                continue
+            kwargs: dict[str, object] = {"default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+            if action.choices:
+                kwargs["choices"] = action.choices
+            if flag == "--set":
+                parser.add_argument(flag, action="append", dest=LATE_SET, **kwargs)  # type: ignore[arg-type]
+            else:
+                parser.add_argument(flag, dest=action.dest, **kwargs)  # type: ignore[arg-type]
+        if name in EXAMPLES and not parser.epilog:
+            parser.epilog = "examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES[name])
+            parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def finish(args: argparse.Namespace) -> argparse.Namespace:
+    """--set values given after the subcommand add to those before it; KUBECONFIG for the
+    existing provider when no --kubeconfig was given."""
+    late = getattr(args, LATE_SET, None)
+    if late:
+        args.set = [*args.set, *late]
+    if hasattr(args, LATE_SET):
+        delattr(args, LATE_SET)
+    wants = getattr(args, "provider", None) == "existing" or getattr(args, "command", "") == "retrieve"
+    if hasattr(args, "kubeconfig") and not args.kubeconfig and wants:
+        env = os.environ.get("KUBECONFIG", "")
+        first = next((p for p in env.split(os.pathsep) if p), None)
+        if first:
+            args.kubeconfig = str(Path(first).expanduser())
+    return args
+
+
+def check_selection(selection: list[str]) -> None:
+    """Exit 2 (UserError) when a --focus/--skip expression selects no test (pytest collect-only
+    returns 5), before anything is brought up."""
+    if not selection:
+        return
+    cmd = [sys.executable, "-m", "pytest", str(resources.suites()), "--collect-only", "-q", "-p", "no:cacheprovider"]
+    proc = subprocess.run([*cmd, *selection], cwd=resources.root(), capture_output=True, text=True, timeout=300)
+    if proc.returncode == 5:
+        raise UserError(
+            f"--focus/--skip selects no test (-k {selection[-1]!r}); list them with `lwsc run --dry-run`"
+        )
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["?"]
+        raise UserError(f"--focus/--skip is not a valid pytest -k expression: {tail[0]}")

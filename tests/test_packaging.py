@@ -1,0 +1,87 @@
+"""The wheel carries suites/, fixtures/, chaos/ and docs/upstream/, and an installed copy finds them
+from any directory through `lws_conformance.resources` (no checkout needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from lws_conformance import resources
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(out)],
+        check=True, capture_output=True, timeout=300,
+    )
+    (whl,) = out.glob("lws_conformance-*.whl")
+    return whl
+
+
+def test_locator_points_at_the_checkout_or_the_installed_copy() -> None:
+    if resources.PACKAGE.parent == ROOT:  # editable install / checkout on sys.path
+        assert resources.root() == ROOT and not resources.installed()
+        assert resources.suites() == ROOT / "suites" and resources.chaos() == ROOT / "chaos"
+    else:  # tox: the package comes from a wheel installed in the env
+        assert resources.installed() and resources.root() == resources.PACKAGE / "_data"
+    assert (resources.suites() / "lws").is_dir() and (resources.fixtures() / "profiles" / "default.yaml").is_file()
+
+
+def test_wheel_contains_the_data_trees_license_and_pytest_config(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    data = "lws_conformance/_data/"
+    for tree in resources.TREES:
+        in_checkout = {p.relative_to(ROOT).as_posix() for p in (ROOT / tree).rglob("*") if p.is_file()}
+        in_checkout = {p for p in in_checkout if "__pycache__" not in p}
+        assert in_checkout and {data + p for p in in_checkout} <= names, tree
+    assert {data + "pytest.ini", data + "BUILD.json"} <= names
+    meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: Apache-2.0" in meta and any(n.endswith("licenses/LICENSE") for n in names)
+    build = json.loads(zipfile.ZipFile(wheel).read(data + "BUILD.json"))
+    assert len(build["commit"].split("-")[0]) == 40
+
+
+def test_installed_copy_runs_from_an_empty_directory(wheel: Path, tmp_path: Path) -> None:
+    site, empty = tmp_path / "site", tmp_path / "empty"
+    zipfile.ZipFile(wheel).extractall(site)
+    empty.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    env.pop(resources.ENV, None)
+    probe = (
+        "import json; from lws_conformance import resources, profile, catalogue, deviations, workloads, provenance; "
+        "from lws_conformance.providers import local; from lws_conformance.chaos import runner; "
+        "print(json.dumps({'file': resources.__file__, 'root': str(resources.root()), "
+        "'installed': resources.installed(), 'profile': profile.load_profile('default').name, "
+        "'requirements': len(catalogue.default()), 'deviations': len(deviations.default()), "
+        "'manifest': workloads.MANIFESTS.is_dir(), 'stage': local.POD_DELETE_STAGE.is_file(), "
+        "'chaos': len(list(runner.EXPERIMENTS.glob('*.yaml'))), 'commit': provenance.commit()}))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], cwd=empty, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["file"].startswith(str(site)) and got["installed"] and got["root"] == str(site / "lws_conformance/_data")
+    assert got["profile"] == "default" and got["requirements"] > 50 and got["deviations"] >= 1
+    assert got["manifest"] and got["stage"] and got["chaos"] == len(list((ROOT / "chaos").glob("*.yaml")))
+    assert got["commit"] == json.loads((site / "lws_conformance/_data/BUILD.json").read_text())["commit"]
+    dry = subprocess.run(
+        [sys.executable, "-m", "lws_conformance.cli", "run", "--dry-run", "--focus", "LWS-NAME"],
+        cwd=empty, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "suites/lws/test_identity.py::test_objects_are_named_from_the_lws_and_group_ordinals" in dry.stdout
+    assert not (empty / "reports").exists() and list(empty.iterdir()) == []  # nothing written to the cwd
+
+
+def test_version_flag() -> None:
+    out = subprocess.run([sys.executable, "-m", "lws_conformance.cli", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("lwsc 0.") and "commit" in out.stdout
