@@ -348,3 +348,51 @@ def test_percentage_max_surge_rollout_completes(scenario: Scenario, lwsc_cluster
     K.wait_workloads(
         scenario, uid, lambda ws: set(K.by_name(ws)) == steady, f"surge Workload gone, leaving {sorted(steady)}"
     )
+
+
+# -- manageJobsWithoutQueueName off (the default) ------------------------------------------------
+def _manages_unlabelled(scenario: Scenario) -> bool:
+    """Whether the cluster's Kueue config (kueue-system/kueue-manager-config, where an install keeps
+    it) turns manageJobsWithoutQueueName on; the harness's own local Kueue runs the default (off)."""
+    import yaml
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        cm = scenario.core.read_namespaced_config_map("kueue-manager-config", "kueue-system")
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    cfg = yaml.safe_load(((cm.data or {}).get("controller_manager_config.yaml")) or "{}") or {}
+    return bool(cfg.get("manageJobsWithoutQueueName"))
+
+
+@pytest.mark.requirement("KUEUE-UNQUEUED-001")
+def test_lws_without_queue_name_is_not_managed_by_default(scenario: Scenario, lwsc_cluster: ClusterHandle) -> None:
+    """manageJobsWithoutQueueName false: an LWS without the queue-name label starts at once, no pod
+    of it ever carries Kueue's admission gate (every watch event), and Kueue creates no Workload."""
+    if _manages_unlabelled(scenario):
+        pytest.skip("this cluster's Kueue has manageJobsWithoutQueueName: true")
+    replicas, size = 2, 2
+    obj = workloads.lws("nq", replicas=replicas, size=size)
+    gated: set[str] = set()
+
+    def check(pods: list[Obj]) -> Any:
+        gated.update(p["metadata"]["name"] for p in pods if P.gated(p))
+        return K.all_ready(replicas, size)(pods)
+
+    wait_for(
+        scenario.api,
+        scenario.core.list_namespaced_pod,
+        K.act_then_wait(lambda: scenario.create(obj), check),
+        what=f"pods of {scenario.namespace}/nq",
+        condition="every group Ready",
+        timeout=60,
+        diagnose=scenario.diagnose,
+        namespace=scenario.namespace,
+        label_selector=K.selector("nq"),
+    )
+    assert not gated, f"pods {sorted(gated)} of an LWS without a queue name were held by Kueue's admission gate"
+    uid = K.lws_uid(scenario, "nq")
+    listing: Any = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))
+    assert not listing["items"], f"Kueue created Workloads {[w['metadata']['name'] for w in listing['items']]}"
