@@ -24,7 +24,7 @@ from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
 from .k8s.objects import RUN_LABEL, sweep_run
 from .profile import load_profile
-from .providers import discovery, existing, preflight, process
+from .providers import discovery, existing, multikueue, preflight, process
 from .providers.base import ClusterHandle
 from .providers.kind import KindCluster, KindTools
 from .providers.local import ORDER, LocalCluster, state_root
@@ -54,7 +54,10 @@ def _progress(msg: str) -> None:
 
 
 def _cluster(args: argparse.Namespace) -> LocalCluster:
-    return LocalCluster(load_profile(args.profile, args.set), name=args.name)
+    profile = load_profile(args.profile, args.set)
+    if workers := multikueue.workers_of(profile.raw):  # a manager + worker clusters (MultiKueue)
+        return multikueue.MultiKueueClusters(profile, name=args.name, workers=workers)
+    return LocalCluster(profile, name=args.name)
 
 
 def _provider(args: argparse.Namespace) -> str:
@@ -106,7 +109,12 @@ def cmd_down(args: argparse.Namespace) -> int:
     provider = _provider(args)
     if provider == "existing":
         raise _no_lifecycle(provider)
-    cluster = _kind(args) if provider == "kind" else LocalCluster(load_profile(args.profile, args.set), name=args.name)
+    # Local: also any MultiKueue worker clusters of this name (whatever the profile says now).
+    cluster = (
+        _kind(args)
+        if provider == "kind"
+        else multikueue.MultiKueueClusters(load_profile(args.profile, args.set), name=args.name)
+    )
     started = time.monotonic()
     cluster.down()
     _progress(f"cluster '{args.name}' down in {time.monotonic() - started:.1f}s")

@@ -373,3 +373,22 @@ def group_disturbances(events: Sequence[WatchEvent], lws_name: str, group: int, 
         elif w := wrong(e):
             out.append(w)
     return out
+
+
+def rank_order_breaks(placed: Mapping[int, str]) -> list[str]:
+    """TAS rank ordering (KUEUE-TAS-005): pods sorted by their index must fill nodes one after the
+    other: each node's pods a contiguous index range, the nodes in ascending name order (Kueue
+    assigns a podset's pods to the domain's nodes in that order). `placed`: pod index -> node.
+    Returns what breaks it (empty: ordered)."""
+    seq = [placed[i] for i in sorted(placed)]
+    runs: list[str] = []
+    for node in seq:
+        if not runs or runs[-1] != node:
+            runs.append(node)
+    out = []
+    split = sorted({n for n in runs if runs.count(n) > 1})
+    if split:
+        out.append(f"node(s) {split} hold non-contiguous indexes: {dict(sorted(placed.items()))}")
+    if runs != sorted(runs):
+        out.append(f"nodes in index order {runs} are not in ascending name order")
+    return out

@@ -35,6 +35,10 @@ MUTANTS = ROOT / "benchmarks" / "mutants"
 GANG = "suites/kueue/test_kueue_gang.py::test_group_without_quota_stays_wholly_gated"
 NAMES = "suites/lws/test_identity.py::test_objects_are_named_from_the_lws_and_group_ordinals"
 ENV = "suites/lws/test_identity.py::test_lws_env_vars_lead_every_container_and_replace_user_values"
+VALID = [
+    "suites/kueue/test_kueue_validation.py::test_mismatched_podset_group_annotations_are_rejected",
+    "suites/kueue/test_kueue_validation.py::test_queue_name_change_on_running_lws_is_rejected",
+]
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,40 @@ def test_gang_requirement_goes_red_without_kueues_pod_webhook(
         undo()
         api.close()
     assert_red(found, "KUEUE-GANG-002", r"wholly (gated|held)")
+
+
+def test_kueue_lws_validation_goes_red_without_kueues_lws_validating_webhook(
+    private_cluster: LocalCluster, tmp_path: Path, run_id: str
+) -> None:
+    """Without Kueue's LeaderWorkerSet validating webhook, mismatched TAS annotations and a
+    queue-name change are accepted (the suite passes on the intact cluster: see the run it makes)."""
+    handle = private_cluster.handle()
+    assert handle is not None
+    control = run_suite(private_cluster, VALID, tmp_path / "valid-control", f"{run_id}vc")
+    assert {k: v.verdict for k, v in control.items()} == dict.fromkeys(
+        ("KUEUE-VALID-001", "KUEUE-VALID-002", "KUEUE-VALID-003"), "passed"
+    ), control
+    api = api_client(handle.kubeconfig)
+    adm = client.AdmissionregistrationV1Api(api)
+    name = "kueue-validating-webhook-configuration"
+    original = adm.read_validating_webhook_configuration(name)
+    remaining = [w for w in original.webhooks or [] if w.name != "vleaderworkerset.kb.io"]
+    assert len(remaining) == len(original.webhooks or []) - 1, f"{name} has no vleaderworkerset.kb.io"
+    body = [{"op": "replace", "path": "/webhooks", "value": [api.sanitize_for_serialization(w) for w in remaining]}]
+    adm.patch_validating_webhook_configuration(name, body)
+    try:
+        found = run_suite(private_cluster, VALID, tmp_path / "valid", f"{run_id}v")
+    finally:
+        current = adm.read_validating_webhook_configuration(name)
+        assert original.metadata and current.metadata
+        original.metadata.resource_version = current.metadata.resource_version
+        adm.replace_validating_webhook_configuration(name, original)
+        api.close()
+    # SHOULD requirements go to `warning` (never `failed`) when they do not hold.
+    for rid in ("KUEUE-VALID-001", "KUEUE-VALID-002", "KUEUE-VALID-003"):
+        got = found.get(rid)
+        assert got is not None and got.verdict == "warning", f"{rid}: {got}"
+        assert "accepted" in got.detail, f"{rid} went red for another reason: {got.detail[:1500]}"
 
 
 def test_a_stopped_lws_controller_is_an_error_naming_it_not_a_verdict(

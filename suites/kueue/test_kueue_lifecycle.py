@@ -1,0 +1,398 @@
+"""Kueue-managed LWS beyond plain admission: priority changes, deactivation, restart policy None,
+quick scale up/down, unequal leader/worker requests, size-1 groups, LeaderReady startup and a
+percentage maxSurge (kueue-behaviour.md §3; Kueue's own e2e test/e2e/singlecluster/
+leaderworkerset_test.go covers each of these at v0.17.0).
+
+Why this matters: these are the day-2 operations of a gang-scheduled LWS. A priority bump that
+Kueue ignores, a deactivation that deletes the Workload, a single pod restart that bypasses the
+gate or a percentage surge that hangs the rollout all leave accelerators idle or over-committed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import kueue_helpers as K
+import pytest
+
+from lws_conformance import workloads
+from lws_conformance.claims import Claims
+from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.wait import WaitTimeout, wait_for
+from lws_conformance.observe import artifact_dir, record, saved
+from lws_conformance.providers.base import ClusterHandle
+from lws_conformance.scenario import Scenario
+
+pytestmark = pytest.mark.cluster
+Obj = dict[str, Any]
+NEW_IMAGE = "registry.k8s.io/nginx-slim:0.26"
+
+
+def _quota(cluster: ClusterHandle, gpus: int) -> dict[str, str]:
+    return {"cpu": "100", "memory": "100Gi", cluster.topology.gpu_resource: str(gpus)}
+
+
+def _lws(name: str, cluster: ClusterHandle, replicas: int, size: int, labels: dict[str, str] | None = None) -> Obj:
+    obj = workloads.lws(
+        name, replicas=replicas, size=size, gpus=1, gpu_resource=cluster.topology.gpu_resource, queue=K.QUEUE
+    )
+    obj["metadata"]["labels"].update(labels or {})
+    return obj
+
+
+def _wl_named(name: str, pred: Any) -> Any:
+    def check(ws: list[Obj]) -> Obj | None:
+        live = K.by_name(ws)
+        return live[name] if name in live and pred(live[name]) else None
+
+    return check
+
+
+def _patch_workload(scenario: Scenario, name: str, body: Obj) -> None:
+    scenario.custom.patch_namespaced_custom_object(
+        workloads.KUEUE_GROUP, workloads.KUEUE_VERSION, scenario.namespace, "workloads", name, body
+    )
+
+
+# -- WorkloadPriorityClass label change ---------------------------------------------------------
+@pytest.mark.requirement("KUEUE-PRIO-001")
+@pytest.mark.requirement("KUEUE-PRIO-002")
+def test_priority_label_change_updates_workload_and_preempts(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, claim: Claims
+) -> None:
+    """Quota for one group; a running low LWS and a pending low LWS. Relabelling the pending one
+    to the high WorkloadPriorityClass updates its Workload's priority and preempts the running one."""
+    size = 2
+    lo, hi = f"{unique}-lo", f"{unique}-hi"
+    scenario.create(workloads.workload_priority_class(lo, 100))
+    scenario.create(workloads.workload_priority_class(hi, 10000))
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster, size), preemption=True)
+    scenario.create(_lws("run", lwsc_cluster, 1, size, labels={workloads.PRIORITY_LABEL: lo}))
+    scenario.wait_pods(K.all_ready(1, size), "the running LWS Ready", selector=K.selector("run"))
+    scenario.create(_lws("bump", lwsc_cluster, 1, size, labels={workloads.PRIORITY_LABEL: lo}))
+    bump_uid, run_uid = K.lws_uid(scenario, "bump"), K.lws_uid(scenario, "run")
+    bump_wl = workloads.lws_workload_name("bump", bump_uid, 0)
+    K.wait_pending(scenario, bump_uid, bump_wl)
+
+    scenario.patch_lws("bump", {"metadata": {"labels": {workloads.PRIORITY_LABEL: hi}}})
+    with claim("KUEUE-PRIO-001"):
+        K.wait_workloads(
+            scenario,
+            bump_uid,
+            _wl_named(bump_wl, lambda w: w["spec"].get("priority") == 10000),
+            f"{bump_wl} spec.priority 10000 (the {hi} value)",
+        )
+    with claim("KUEUE-PRIO-002"):
+        run_wl = workloads.lws_workload_name("run", run_uid, 0)
+        K.wait_workloads(
+            scenario,
+            run_uid,
+            _wl_named(run_wl, lambda w: P.condition(w, "Preempted") == "True" and not K.quota_reserved(w)),
+            f"{run_wl} Preempted=True and without quota",
+        )
+        scenario.wait_pods(K.all_ready(1, size), "the relabelled LWS Ready", selector=K.selector("bump"))
+        scenario.wait_pods(K.split(1, size, ready=0), "the preempted LWS wholly held", selector=K.selector("run"))
+
+
+# -- Workload deactivation ---------------------------------------------------------------------
+@pytest.mark.requirement("KUEUE-DEACT-001")
+@pytest.mark.requirement("KUEUE-DEACT-002")
+def test_deactivated_workload_evicts_its_whole_group_and_is_kept(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, claim: Claims
+) -> None:
+    """Two running groups; group 0's Workload gets spec.active=false: every pod of group 0 is held
+    again behind the gate, group 1 is untouched, the Workload is Evicted (reason Deactivated) and
+    stays; reactivating it brings the group back whole."""
+    replicas, size = 2, 3
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster, replicas * size))
+    scenario.create(_lws("da", lwsc_cluster, replicas, size))
+    before = K.groups_of(
+        scenario.wait_pods(K.all_ready(replicas, size), "both groups Ready", selector=K.selector("da"))
+    )
+    uid = K.lws_uid(scenario, "da")
+    wl = workloads.lws_workload_name("da", uid, 0)
+    K.wait_workloads(scenario, uid, _wl_named(wl, K.admitted), f"{wl} Admitted")
+
+    _patch_workload(scenario, wl, {"spec": {"active": False}})
+    with claim("KUEUE-DEACT-001"):
+        K.wait_workloads(
+            scenario,
+            uid,
+            _wl_named(wl, lambda w: _evicted_deactivated(w) and not K.quota_reserved(w)),
+            f"{wl} Evicted=True reason Deactivated, without quota",
+        )
+        after = scenario.wait_pods(
+            K.split(replicas, size, ready=1), "group 0 wholly held, group 1 Ready", selector=K.selector("da")
+        )
+        assert after == ([1], [0]), f"(ready, held) groups {after}: the wrong group was evicted"
+        kept = {p["metadata"]["uid"] for p in K.groups_of(scenario.pods(K.selector("da")))[1]}
+        assert kept == {p["metadata"]["uid"] for p in before[1]}, "group 1 was disturbed by group 0's deactivation"
+        escaped = scenario.observe_pods(K.leak(0), K.OBSERVE_SECONDS, selector=K.selector("da"))
+        assert escaped is None, escaped
+    with claim("KUEUE-DEACT-002"):
+        still = K.by_name(scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))["items"])
+        assert wl in still and still[wl]["spec"].get("active") is False, (
+            f"deactivated Workload {wl} was deleted or reactivated: present={wl in still}"
+        )
+        _patch_workload(scenario, wl, {"spec": {"active": True}})
+        scenario.wait_pods(
+            K.all_ready(replicas, size), "group 0 back whole after reactivation", selector=K.selector("da")
+        )
+
+
+def _evicted_deactivated(wl: Obj) -> bool:
+    for c in (wl.get("status") or {}).get("conditions") or []:
+        if c["type"] == "Evicted" and c["status"] == "True" and c.get("reason") == "Deactivated":
+            return True
+    return False
+
+
+# -- restartPolicy None ------------------------------------------------------------------------
+@pytest.mark.requirement("KUEUE-RESTART-001")
+def test_restart_policy_none_replaces_only_the_deleted_pod_through_the_gate(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """restartPolicy None: deleting one worker brings back only that pod (same name, new UID),
+    created behind Kueue's admission gate and released under the group's same Admitted Workload."""
+    size = 3
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster, size))
+    obj = _lws("rn", lwsc_cluster, 1, size)
+    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    scenario.create(obj)
+    pods = scenario.wait_pods(K.all_ready(1, size), "the group Ready", selector=K.selector("rn"))
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+    victim = "rn-0-1"
+    gated_at_birth: list[bool] = []
+
+    def replaced(objs: list[Obj]) -> Any:
+        live = {p["metadata"]["name"]: p for p in P.live(objs)}
+        fresh = live.get(victim)
+        if fresh and fresh["metadata"]["uid"] != uids[victim] and not gated_at_birth:
+            gated_at_birth.append(P.gated(fresh))
+        ready = K.all_ready(1, size)(objs)
+        return live if ready and live[victim]["metadata"]["uid"] != uids[victim] else None
+
+    live = wait_for(
+        scenario.api,
+        scenario.core.list_namespaced_pod,
+        K.act_then_wait(lambda: scenario.core.delete_namespaced_pod(victim, scenario.namespace), replaced),
+        what=f"pods of {scenario.namespace}/rn",
+        condition=f"{victim} replaced (new UID) and the group Ready",
+        timeout=60,
+        diagnose=scenario.diagnose,
+        namespace=scenario.namespace,
+        label_selector=K.selector("rn"),
+    )
+    others = {n: p["metadata"]["uid"] for n, p in live.items() if n != victim}
+    assert others == {n: u for n, u in uids.items() if n != victim}, f"pods other than {victim} were replaced"
+    assert gated_at_birth == [True], f"the replacement {victim} was first seen without the admission gate"
+    uid = K.lws_uid(scenario, "rn")
+    name = workloads.lws_workload_name("rn", uid, 0)
+    K.wait_workloads(
+        scenario, uid, lambda ws: set(K.by_name(ws)) == {name} and all(map(K.admitted, ws)), f"only {name}, Admitted"
+    )
+
+
+# -- quick scale up then down ------------------------------------------------------------------
+@pytest.mark.requirement("KUEUE-SCALE-003")
+def test_quick_scale_up_then_down_converges(scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str) -> None:
+    """replicas 1 -> 3 -> 1 with no wait in between: the LWS settles at one Ready group, only group 0's
+    Workload remains (Admitted), and no pod of groups 1-2 is left."""
+    size = 2
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster, 3 * size))
+    scenario.create(_lws("qs", lwsc_cluster, 1, size))
+    scenario.wait_pods(K.all_ready(1, size), "group 0 Ready", selector=K.selector("qs"))
+    uid = K.lws_uid(scenario, "qs")
+    scenario.patch_lws("qs", {"spec": {"replicas": 3}})
+    scenario.patch_lws("qs", {"spec": {"replicas": 1}})
+    scenario.wait_lws("qs", scenario.settled(1), "settled at 1 replica, Available")
+    scenario.wait_pods(
+        lambda pods: P.live(pods) if set(K.groups_of(P.live(pods))) == {0} and K.all_ready(1, size)(pods) else None,
+        "only group 0's pods, Ready",
+        selector=K.selector("qs"),
+    )
+    only = workloads.lws_workload_name("qs", uid, 0)
+    K.wait_workloads(
+        scenario, uid, lambda ws: set(K.by_name(ws)) == {only} and all(map(K.admitted, ws)), f"only {only}, Admitted"
+    )
+
+
+# -- leader and workers with different requests ------------------------------------------------
+@pytest.mark.requirement("KUEUE-RES-001")
+def test_unequal_leader_and_worker_requests_are_charged_per_role(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """Leader 1 GPU, workers 3 GPUs each, size 3: a group costs 1 + 2*3 = 7 GPUs. The Workload's
+    podSets carry each role's requests; quota 7 admits one group, and a second group stays held."""
+    gpu = lwsc_cluster.topology.gpu_resource
+    size, leader_gpus, worker_gpus = 3, 1, 3
+    group_cost = leader_gpus + (size - 1) * worker_gpus
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster, group_cost))
+    obj = workloads.lws("ur", replicas=2, size=size, queue=K.QUEUE)
+    workloads.set_requests(obj, "leader", {gpu: str(leader_gpus)})
+    workloads.set_requests(obj, "worker", {gpu: str(worker_gpus)})
+    scenario.create(obj)
+    scenario.wait_pods(K.split(2, size, ready=1), "one group Ready, the other wholly held", selector=K.selector("ur"))
+    uid = K.lws_uid(scenario, "ur")
+    wls = K.wait_workloads(
+        scenario, uid, lambda ws: K.by_name(ws) if len(K.by_name(ws)) == 2 else None, "two Workloads"
+    )
+    for name, wl in wls.items():
+        got = {ps["name"]: _podset_gpus(ps, gpu) for ps in wl["spec"]["podSets"]}
+        assert got == {"leader": (1, leader_gpus), "worker": (size - 1, worker_gpus)}, (
+            f"{name}: podSets (count, {gpu} per pod) {got}, "
+            f"want leader (1, {leader_gpus}) worker ({size - 1}, {worker_gpus})"
+        )
+    admitted = [w for w in wls.values() if K.admitted(w)]
+    assert len(admitted) == 1, f"{len(admitted)} Workloads admitted with quota for exactly one group"
+    usage = _charged(admitted[0], gpu)
+    assert usage == group_cost, f"admitted Workload charged {usage} {gpu}, a group costs {group_cost}"
+
+
+def _podset_gpus(ps: Obj, gpu: str) -> tuple[int, int]:
+    return ps["count"], K.gpus(ps["template"], gpu)
+
+
+def _charged(wl: Obj, gpu: str) -> int:
+    total = 0
+    for psa in wl["status"]["admission"]["podSetAssignments"]:
+        total += int((psa.get("resourceUsage") or {}).get(gpu, "0"))
+    return total
+
+
+# -- size-1 groups -----------------------------------------------------------------------------
+@pytest.mark.requirement("KUEUE-SINGLE-001")
+def test_size_one_groups_are_admitted_one_pod_per_workload(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """size 1 (a leader only): one Workload per group with a single podSet of 1 pod; quota for two
+    pods admits two of three groups."""
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster, 2))
+    scenario.create(_lws("s1", lwsc_cluster, 3, 1))
+    scenario.wait_pods(K.split(3, 1, ready=2), "two groups Ready, one held", selector=K.selector("s1"))
+    uid = K.lws_uid(scenario, "s1")
+    names = {workloads.lws_workload_name("s1", uid, i) for i in range(3)}
+    wls = K.wait_workloads(
+        scenario, uid, lambda ws: K.by_name(ws) if set(K.by_name(ws)) == names else None, f"Workloads {sorted(names)}"
+    )
+    for name, wl in wls.items():
+        podsets = [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]]
+        assert sum(c for _, c in podsets) == 1, f"{name}: podSets {podsets} do not cover exactly the one pod"
+    assert sum(map(K.admitted, wls.values())) == 2, "quota for two pods must admit exactly two size-1 groups"
+
+
+# -- LeaderReady startup -----------------------------------------------------------------------
+@pytest.mark.requirement("KUEUE-STARTUP-001")
+def test_leader_ready_startup_under_kueue(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, tmp_path: Path
+) -> None:
+    """startupPolicy LeaderReady under Kueue: every group becomes Ready (the leader is released from
+    the gate alone, its workers only after it is Ready), with no worker created before its leader
+    was Ready (watched)."""
+    replicas, size = 2, 3
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster, replicas * size))
+    obj = _lws("lr", lwsc_cluster, replicas, size)
+    obj["spec"]["startupPolicy"] = "LeaderReady"
+    with record(scenario.api, scenario.namespace) as tl:
+        scenario.create(obj)
+        scenario.wait_pods(K.all_ready(replicas, size), "every group Ready", selector=K.selector("lr"))
+        scenario.wait_lws("lr", scenario.settled(replicas), "Available")
+    events = saved(tl, artifact_dir(tmp_path), "lr", lws="lr")
+    early = [w for g in range(replicas) for w in P.workers_before_leader_ready(events, "lr", g)]
+    assert not early, f"workers created before their leader was Ready: {early}"
+
+
+# -- percentage maxSurge -----------------------------------------------------------------------
+@pytest.mark.requirement("KUEUE-UPDATE-003")
+def test_percentage_max_surge_rollout_completes(scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str) -> None:
+    """maxSurge "50%" of 2 replicas (LWS rounds up: 1 surge group), quota for 3 groups: the surge
+    group gets its own Workload, is admitted, and the rollout completes (kueue PR #14405)."""
+    replicas, size = 2, 2
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster, (replicas + 1) * size))
+    obj = _lws("ps", lwsc_cluster, replicas, size)
+    obj["spec"]["rolloutStrategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": "50%"},
+    }
+    scenario.create(obj)
+    scenario.wait_pods(K.all_ready(replicas, size), "both groups Ready", selector=K.selector("ps"))
+    uid = K.lws_uid(scenario, "ps")
+    lwt = scenario.lws("ps")["spec"]["leaderWorkerTemplate"]
+    body = {
+        key: {"spec": {"containers": [{**c, "image": NEW_IMAGE} for c in lwt[key]["spec"]["containers"]]}}
+        for key in ("leaderTemplate", "workerTemplate")
+    }
+    scenario.patch_lws("ps", {"spec": {"leaderWorkerTemplate": body}})
+    scenario.wait_pods(
+        lambda pods: P.live(pods) if replicas in K.groups_of(P.live(pods)) else None,
+        f"surge group {replicas} created",
+        selector=K.selector("ps"),
+    )
+    surge = workloads.lws_workload_name("ps", uid, replicas)
+    try:
+        K.wait_workloads(scenario, uid, _wl_named(surge, K.admitted), f"surge Workload {surge} Admitted")
+    except WaitTimeout:
+        held = [
+            p["metadata"]["name"] for p in K.groups_of(scenario.pods(K.selector("ps"))).get(replicas, []) if P.gated(p)
+        ]
+        present = surge in K.by_name(
+            scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))["items"]
+        )
+        raise AssertionError(
+            f"maxSurge 50%: surge group {replicas} pods {held} stay gated; its Workload {surge} "
+            f"{'exists but is not Admitted' if present else 'was never created'}"
+        ) from None
+    scenario.wait_lws("ps", scenario.settled(replicas), "rollout finished: updated == ready == replicas, Available")
+    steady = {workloads.lws_workload_name("ps", uid, i) for i in range(replicas)}
+    K.wait_workloads(
+        scenario, uid, lambda ws: set(K.by_name(ws)) == steady, f"surge Workload gone, leaving {sorted(steady)}"
+    )
+
+
+# -- manageJobsWithoutQueueName off (the default) ------------------------------------------------
+def _manages_unlabelled(scenario: Scenario) -> bool:
+    """Whether the cluster's Kueue config (kueue-system/kueue-manager-config, where an install keeps
+    it) turns manageJobsWithoutQueueName on; the harness's own local Kueue runs the default (off)."""
+    import yaml
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        cm = scenario.core.read_namespaced_config_map("kueue-manager-config", "kueue-system")
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    cfg = yaml.safe_load(((cm.data or {}).get("controller_manager_config.yaml")) or "{}") or {}
+    return bool(cfg.get("manageJobsWithoutQueueName"))
+
+
+@pytest.mark.requirement("KUEUE-UNQUEUED-001")
+def test_lws_without_queue_name_is_not_managed_by_default(scenario: Scenario, lwsc_cluster: ClusterHandle) -> None:
+    """manageJobsWithoutQueueName false: an LWS without the queue-name label starts at once, no pod
+    of it ever carries Kueue's admission gate (every watch event), and Kueue creates no Workload."""
+    if _manages_unlabelled(scenario):
+        pytest.skip("this cluster's Kueue has manageJobsWithoutQueueName: true")
+    replicas, size = 2, 2
+    obj = workloads.lws("nq", replicas=replicas, size=size)
+    gated: set[str] = set()
+
+    def check(pods: list[Obj]) -> Any:
+        gated.update(p["metadata"]["name"] for p in pods if P.gated(p))
+        return K.all_ready(replicas, size)(pods)
+
+    wait_for(
+        scenario.api,
+        scenario.core.list_namespaced_pod,
+        K.act_then_wait(lambda: scenario.create(obj), check),
+        what=f"pods of {scenario.namespace}/nq",
+        condition="every group Ready",
+        timeout=60,
+        diagnose=scenario.diagnose,
+        namespace=scenario.namespace,
+        label_selector=K.selector("nq"),
+    )
+    assert not gated, f"pods {sorted(gated)} of an LWS without a queue name were held by Kueue's admission gate"
+    uid = K.lws_uid(scenario, "nq")
+    listing: Any = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))
+    assert not listing["items"], f"Kueue created Workloads {[w['metadata']['name'] for w in listing['items']]}"

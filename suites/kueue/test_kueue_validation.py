@@ -1,0 +1,110 @@
+"""Kueue's LeaderWorkerSet webhook: what it refuses (kueue-behaviour.md §2.2; Kueue v0.17.0
+pkg/controller/jobs/leaderworkerset/leaderworkerset_webhook.go) and TAS rank ordering.
+
+Why this matters: a leader/worker pair whose TAS annotations disagree cannot be co-located as the
+"Run LeaderWorkerSet" page describes; accepted silently, it would be placed apart. A queue-name
+change on a running LWS would move admitted groups between queues behind Kueue's back. Rank
+ordering keeps neighbouring worker indexes on neighbouring nodes, which collective-communication
+rings rely on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kueue_helpers as K
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from lws_conformance import workloads
+from lws_conformance.claims import Claims
+from lws_conformance.k8s import predicates as P
+from lws_conformance.providers.base import ClusterHandle
+from lws_conformance.scenario import Scenario
+
+pytestmark = pytest.mark.cluster
+Obj = dict[str, Any]
+WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+
+
+def _rejected(scenario: Scenario, action: Any) -> str:
+    """Run `action`; it must be refused by an admission webhook (HTTP 4xx). Returns the message."""
+    try:
+        action()
+    except ApiException as exc:
+        assert exc.status in (400, 403, 422), f"refused with HTTP {exc.status}, not by validation: {exc.body}"
+        return str(exc.body)
+    raise AssertionError("accepted; Kueue's LeaderWorkerSet webhook should have refused it")
+
+
+def _annotate(obj: Obj, role: str, annotations: dict[str, str]) -> None:
+    tpl = obj["spec"]["leaderWorkerTemplate"][f"{role}Template"]
+    tpl.setdefault("metadata", {}).setdefault("annotations", {}).update(annotations)
+
+
+@pytest.mark.requirement("KUEUE-VALID-001")
+@pytest.mark.requirement("KUEUE-VALID-002")
+def test_mismatched_podset_group_annotations_are_rejected(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, claim: Claims
+) -> None:
+    """Leader and worker templates with different podset-group-name values, or one group name with
+    different required-topology levels: Kueue's webhook refuses the LWS; nothing is created."""
+    t = lwsc_cluster.topology
+    with claim("KUEUE-VALID-001"):
+        obj = workloads.lws("pgn", replicas=1, size=2, queue=K.QUEUE)
+        _annotate(obj, "leader", {workloads.TAS_REQUIRED: t.rack_label, workloads.TAS_GROUP: "a"})
+        _annotate(obj, "worker", {workloads.TAS_REQUIRED: t.rack_label, workloads.TAS_GROUP: "b"})
+        msg = _rejected(scenario, lambda: scenario.create(obj))
+        assert "can only define groups of exactly 2 pod sets" in msg, f"refused for another reason: {msg}"
+    with claim("KUEUE-VALID-002"):
+        obj = workloads.lws("top", replicas=1, size=2, queue=K.QUEUE)
+        _annotate(obj, "leader", {workloads.TAS_REQUIRED: t.rack_label, workloads.TAS_GROUP: "g"})
+        _annotate(obj, "worker", {workloads.TAS_REQUIRED: t.block_label, workloads.TAS_GROUP: "g"})
+        msg = _rejected(scenario, lambda: scenario.create(obj))
+        assert "topology consistent with" in msg, f"refused for another reason: {msg}"
+    listing: Any = scenario.custom.list_namespaced_custom_object(
+        workloads.LWS_GROUP, workloads.LWS_VERSION, scenario.namespace, workloads.LWS_PLURAL
+    )
+    assert not listing["items"], f"refused LWS exist: {[o['metadata']['name'] for o in listing['items']]}"
+
+
+@pytest.mark.requirement("KUEUE-VALID-003")
+def test_queue_name_change_on_running_lws_is_rejected(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """A running LWS's kueue.x-k8s.io/queue-name cannot be changed (immutable on Kueue v0.17)."""
+    gpu = lwsc_cluster.topology.gpu_resource
+    K.plain_queue(scenario, unique, {"cpu": "100", "memory": "100Gi", gpu: "2"})
+    scenario.create(workloads.lws("qn", replicas=1, size=2, gpus=1, gpu_resource=gpu, queue=K.QUEUE))
+    scenario.wait_pods(K.all_ready(1, 2), "the group Ready", selector=K.selector("qn"))
+    msg = _rejected(
+        scenario, lambda: scenario.patch_lws("qn", {"metadata": {"labels": {workloads.QUEUE_LABEL: "other"}}})
+    )
+    assert "immutable" in msg and workloads.QUEUE_LABEL in msg, f"refused for another reason: {msg}"
+    assert scenario.lws("qn")["metadata"]["labels"][workloads.QUEUE_LABEL] == K.QUEUE
+
+
+@pytest.mark.requirement("KUEUE-TAS-005")
+def test_tas_places_workers_in_rank_order_within_the_rack(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """Workers at half a node's GPUs each, exactly filling one rack (required rack): worker indexes
+    fill the rack's nodes one after the other, in node order (1,2 on the first node, ...)."""
+    t = lwsc_cluster.topology
+    if t.gpus_per_node % 2:
+        pytest.skip(f"needs an even gpus_per_node, the profile has {t.gpus_per_node}")
+    workers = 2 * t.nodes_per_rack
+    K.tas_queue(scenario, lwsc_cluster, unique, K.roomy(t))
+    obj = workloads.lws("rk", replicas=1, size=workers + 1, queue=K.QUEUE)
+    workloads.set_requests(obj, "worker", {t.gpu_resource: str(t.gpus_per_node // 2)})
+    workloads.set_tas(obj, t.rack_label, group=None)
+    scenario.create(obj)
+    pods = scenario.wait_pods(K.all_ready(1, workers + 1), "the group Ready", selector=K.selector("rk"))
+    # The leader is its own podset (no podset group here), in a rack of its own choosing: ranks
+    # and the required rack apply within the worker podset (Kueue's e2e checks workers only).
+    workers_only = [p for p in pods if p["metadata"]["labels"][WORKER_INDEX] != "0"]
+    placed = {int(p["metadata"]["labels"][WORKER_INDEX]): p["spec"]["nodeName"] for p in workers_only}
+    racks = set(K.node_labels(scenario, workers_only, t.rack_label).values())
+    assert len(racks) == 1, f"the workers spread over racks {sorted(racks)} despite a required rack"
+    wrong = P.rank_order_breaks(placed)
+    assert not wrong, f"worker ranks not in node order within the rack: {wrong}"

@@ -1,0 +1,51 @@
+"""The MultiKueue fixture: the manager (the cluster under test) and its worker clusters.
+
+`lwsc --profile multikueue up` leaves `multikueue.json` next to the manager's kubeconfig
+(`lws_conformance.providers.multikueue`); without it every test here skips. Each test gets, on
+every worker, a namespace with the same name as its manager namespace (MultiKueue creates the
+remote objects in the same namespace), and per-test queues on all clusters; all deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from lws_conformance.k8s.client import api_client
+from lws_conformance.k8s.objects import RUN_LABEL, Objects
+from lws_conformance.providers.base import ClusterHandle
+from lws_conformance.scenario import Scenario
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kueue"))  # kueue_helpers
+from mk_helpers import MultiKueue, Worker  # noqa: E402
+
+
+@pytest.fixture
+def multikueue(lwsc_cluster: ClusterHandle, scenario: Scenario, run_id: str) -> Iterator[MultiKueue]:
+    info_file = Path(lwsc_cluster.kubeconfig).parent / "multikueue.json"
+    if not info_file.is_file():
+        pytest.skip("not-applicable: the cluster under test is no MultiKueue set (run with `--profile multikueue`)")
+    info = json.loads(info_file.read_text())
+    workers: list[Worker] = []
+    try:
+        for w in info["workers"]:
+            api = api_client(Path(w["kubeconfig"]))
+            workers.append(Worker(w["name"], api, Objects(api, run_id, scenario.namespace)))
+            meta = client.V1ObjectMeta(name=scenario.namespace, labels={RUN_LABEL: run_id})
+            client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=meta))
+        yield MultiKueue(scenario, workers, info["admission_check"], info)
+    finally:
+        for wk in workers:
+            wk.objects.delete_created()
+            try:
+                wk.core.delete_namespace(scenario.namespace)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+            wk.api.close()
