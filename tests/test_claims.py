@@ -127,3 +127,32 @@ def test_certify_fails_when_a_must_did_not_run(tmp_path: Path) -> None:
          "verdict": "not-run", "duration": 0.0}]}
     (tmp_path / "summary.json").write_text(json.dumps(doc))
     assert _exit_code(0, tmp_path) == 0 and _exit_code(0, tmp_path, certify=True) == 1
+
+
+FORBIDDEN = '''
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+def _forbidden(body):
+    exc = ApiException(status=403, reason="Forbidden")
+    exc.body = body
+    return exc
+
+@pytest.mark.requirement("LWS-NAME-001")
+def test_the_harness_lacks_a_permission():
+    raise _forbidden('pods is forbidden: User "system:serviceaccount:lwsc-system:lwsc-conformance" '
+                     'cannot list resource "pods" in API group "" in the namespace "x"')
+
+@pytest.mark.requirement("LWS-ENV-001")
+def test_a_webhook_refuses():
+    raise _forbidden('admission webhook "vleaderworkerset.kb.io" denied the request: '
+                     'pods "x" is forbidden: User "admin" may not do this')
+'''
+
+
+def test_an_rbac_403_is_error_and_a_webhook_403_a_verdict(pytester: pytest.Pytester) -> None:
+    """The harness's credentials lacking a permission (a vendor's least-privilege ServiceAccount)
+    is infrastructure; a webhook refusing an object is LWS or Kueue answering."""
+    _result, rows = _run(pytester, test_f=FORBIDDEN)
+    assert rows["LWS-NAME-001"]["verdict"] == "error" and "cannot list" in rows["LWS-NAME-001"]["detail"]
+    assert rows["LWS-ENV-001"]["verdict"] == "failed"
