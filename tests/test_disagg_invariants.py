@@ -19,10 +19,23 @@ from lws_conformance.observe.timeline import DS_NAME, DS_REVISION, DS_ROLE, GROU
 Obj = dict[str, Any]
 ROLES = ("prefill", "decode")
 KEP_TABLE = [  # KEP-766 Example 1 as (old prefill, old decode, new prefill, new decode)
-    (5, 2, 0, 0), (5, 2, 2, 1), (4, 2, 2, 1), (3, 2, 2, 1), (3, 2, 4, 2), (2, 1, 4, 2), (2, 1, 5, 2), (0, 0, 5, 2),
+    (5, 2, 0, 0),
+    (5, 2, 2, 1),
+    (4, 2, 2, 1),
+    (3, 2, 2, 1),
+    (3, 2, 4, 2),
+    (2, 1, 4, 2),
+    (2, 1, 5, 2),
+    (0, 0, 5, 2),
 ]
 V090_TRAJECTORY = [  # what the v0.9.0 planner computes for it (force drain scales new up too)
-    (5, 2, 0, 0), (5, 2, 2, 1), (4, 2, 2, 1), (3, 2, 4, 2), (2, 1, 4, 2), (2, 1, 5, 2), (0, 0, 5, 2),
+    (5, 2, 0, 0),
+    (5, 2, 2, 1),
+    (4, 2, 2, 1),
+    (3, 2, 4, 2),
+    (2, 1, 4, 2),
+    (2, 1, 5, 2),
+    (0, 0, 5, 2),
 ]
 
 
@@ -47,8 +60,16 @@ class Sim:
     def _lws(self, role: str, rev: str, etype: str = "MODIFIED") -> None:
         labels = {DS_NAME: "ds", DS_ROLE: role, DS_REVISION: rev}
         spec = {"replicas": self.spec[(role, rev)], "size": 1}
-        self.emit("LeaderWorkerSet", etype, {"name": f"ds-{rev}-{role}", "labels": labels, "spec": spec,
-                                              "status": {"readyReplicas": self.ready[(role, rev)]}})
+        self.emit(
+            "LeaderWorkerSet",
+            etype,
+            {
+                "name": f"ds-{rev}-{role}",
+                "labels": labels,
+                "spec": spec,
+                "status": {"readyReplicas": self.ready[(role, rev)]},
+            },
+        )
 
     def _pod(self, role: str, rev: str, g: int, etype: str, ready: bool) -> None:
         labels = {DS_NAME: "ds", DS_ROLE: role, DS_REVISION: rev, NAME: f"ds-{rev}-{role}", GROUP_INDEX: str(g)}
@@ -85,25 +106,38 @@ class Sim:
 
     def delete(self, rev: str) -> None:
         for role in [r for (r, v) in self.spec if v == rev]:
-            self.emit("LeaderWorkerSet", "DELETED", {"name": f"ds-{rev}-{role}", "labels": {DS_NAME: "ds", DS_ROLE: role, DS_REVISION: rev}, "spec": {"replicas": 0}})
+            self.emit(
+                "LeaderWorkerSet",
+                "DELETED",
+                {
+                    "name": f"ds-{rev}-{role}",
+                    "labels": {DS_NAME: "ds", DS_ROLE: role, DS_REVISION: rev},
+                    "spec": {"replicas": 0},
+                },
+            )
 
     def walk(self, rows: list[tuple[int, ...]], *, wait: bool = True, new_first: bool = True) -> None:
         """Roll from revision a to b through `rows` ((old..., new...) per role in ROLES order)."""
         k = len(self.replicas)
         self.create("b", dict.fromkeys(self.replicas, 0))
         for row in rows[1:]:
-            ups = [lambda r=r, i=i: self.scale(r, "b", row[k + i]) for i, r in enumerate(self.replicas)]
-            downs = [lambda r=r, i=i: self.scale(r, "a", row[i]) for i, r in enumerate(self.replicas)]
-            for op in ups + downs if new_first else downs + ups:
-                op()
+            ups = [(r, "b", row[k + i]) for i, r in enumerate(self.replicas)]
+            downs = [(r, "a", row[i]) for i, r in enumerate(self.replicas)]
+            for role, rev, n in ups + downs if new_first else downs + ups:
+                self.scale(role, rev, n)
             if wait:
                 self.settle("b")
         self.settle("b")
         self.delete("a")
 
 
-def rollout(rows: list[tuple[int, ...]], replicas: dict[str, int], surge: int | None = None, unavail: int | None = None,
-            **kw: Any) -> list[Event]:
+def rollout(
+    rows: list[tuple[int, ...]],
+    replicas: dict[str, int],
+    surge: int | None = None,
+    unavail: int | None = None,
+    **kw: Any,
+) -> list[Event]:
     sim = Sim(replicas, surge, unavail)
     sim.create("a", replicas)
     sim.walk(rows, **kw)
@@ -173,7 +207,15 @@ def test_deleting_an_old_lws_before_its_siblings_drain_is_caught() -> None:
     sim.create("a", {"prefill": 1, "decode": 1})
     sim.create("b", {"prefill": 1, "decode": 1})
     sim.scale("decode", "a", 0)
-    sim.emit("LeaderWorkerSet", "DELETED", {"name": "ds-a-decode", "labels": {DS_NAME: "ds", DS_ROLE: "decode", DS_REVISION: "a"}, "spec": {"replicas": 0}})
+    sim.emit(
+        "LeaderWorkerSet",
+        "DELETED",
+        {
+            "name": "ds-a-decode",
+            "labels": {DS_NAME: "ds", DS_ROLE: "decode", DS_REVISION: "a"},
+            "spec": {"replicas": 0},
+        },
+    )
     found = disagg.check(sim.events, "ds", only=["ds-drain"])
     assert found and "deleted while" in found[0].message
 
@@ -190,3 +232,13 @@ def test_picture_shows_every_role(tmp_path: Path, violated: bool) -> None:
     svg = disagg_picture.save(tmp_path / "ds.svg", events, "ds", first).read_text()
     assert ">prefill<" in svg and ">decode<" in svg and "revision a" in svg and "revision b" in svg
     assert ("ds-surge" in svg) is violated
+
+
+def test_every_disaggregatedset_requirement_is_not_applicable_before_v090() -> None:
+    from lws_conformance import catalogue
+
+    reqs = [r for r in catalogue.default().values() if r.area == "disaggregatedset"]
+    assert len(reqs) >= 20
+    for r in reqs:
+        assert catalogue.not_applicable(r, {"lws": "v0.8.0", "kueue": "v0.17.0"}), r.id
+        assert catalogue.not_applicable(r, {"lws": "v0.9.0", "kueue": "v0.17.0"}) is None, r.id

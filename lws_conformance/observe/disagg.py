@@ -81,7 +81,9 @@ class DsState:
         out = []
         for snap in self.lws.values():
             labels = snap.get("labels") or {}
-            if (role is None or labels.get(DS_ROLE) == role) and (revision is None or labels.get(DS_REVISION) == revision):
+            if (role is None or labels.get(DS_ROLE) == role) and (
+                revision is None or labels.get(DS_REVISION) == revision
+            ):
                 out.append(snap)
         return out
 
@@ -252,8 +254,11 @@ class _Drain:
         if ev.type == "DELETED" or ev.obj.get("deleting"):
             busy = [s["name"] for s in st.of(revision=rev) if s["name"] != ev.name and replicas(s) > 0]
             if busy:
-                yield ev.name, _violation(
-                    self.name, st, f"{ev.name} deleted while {busy} of revision {rev} still have replicas", busy
+                yield (
+                    ev.name,
+                    _violation(
+                        self.name, st, f"{ev.name} deleted while {busy} of revision {rev} still have replicas", busy
+                    ),
                 )
             return
         if before is None or before == now:

@@ -22,7 +22,9 @@ Series = dict[tuple[str, str, str], list[tuple[float, int]]]  # (role, revision,
 
 
 def _ready_of(st: DsState, role: str, revision: str) -> int:
-    view = DsState(st.ds_name, st.ds, {k: v for k, v in st.lws.items() if v["labels"].get(DS_REVISION) == revision}, st.pods)
+    view = DsState(
+        st.ds_name, st.ds, {k: v for k, v in st.lws.items() if v["labels"].get(DS_REVISION) == revision}, st.pods
+    )
     return ready_groups(view, role)
 
 
@@ -42,7 +44,7 @@ def _collect(events: Sequence[Event], ds_name: str) -> tuple[list[str], list[str
                 pts = series.setdefault((role, rev, what), [])
                 if not pts or pts[-1][1] != value:
                     pts.append((t, value))
-        for (role, rev, what), pts in series.items():  # deleted LWSs drop to 0
+        for (role, rev, _what), pts in series.items():  # deleted LWSs drop to 0
             if not st.of(role, rev) and pts[-1][1] != 0:
                 pts.append((t, 0))
     return roles, revisions, series, max(end, 1e-3)
@@ -56,7 +58,8 @@ def render(events: Sequence[Event], ds_name: str, violation: Violation | None = 
     def x(t: float) -> float:
         return LEFT + (W - LEFT - RIGHT) * t / end
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-family="sans-serif" font-size="11">']
+    svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}"'
+    out = [svg + ' font-family="sans-serif" font-size="11">']
     head = title or f"DisaggregatedSet {ds_name}: replicas (dashed) and ready groups (solid) per role and revision"
     out.append(f'<text x="{LEFT}" y="18" font-size="13">{escape(head)}</text>')
     if violation is not None:
@@ -67,7 +70,9 @@ def render(events: Sequence[Event], ds_name: str, violation: Violation | None = 
         def y(v: int, y0: float = y0) -> float:
             return y0 + PANEL - PANEL * v / top
 
-        out.append(f'<rect x="{LEFT}" y="{y0}" width="{W - LEFT - RIGHT}" height="{PANEL}" fill="#f7f7f7" stroke="#ccc"/>')
+        out.append(
+            f'<rect x="{LEFT}" y="{y0}" width="{W - LEFT - RIGHT}" height="{PANEL}" fill="#f7f7f7" stroke="#ccc"/>'
+        )
         out.append(f'<text x="8" y="{y0 + PANEL / 2}" font-weight="bold">{escape(role)}</text>')
         out.append(f'<text x="{LEFT - 6}" y="{y0 + 10}" text-anchor="end">{top}</text>')
         for j, rev in enumerate(revisions):
@@ -77,16 +82,18 @@ def render(events: Sequence[Event], ds_name: str, violation: Violation | None = 
                 if not pts:
                     continue
                 path = [f"M{x(pts[0][0]):.1f},{y(pts[0][1]):.1f}"]
-                for (t0, v0), (t1, _v1) in zip(pts, pts[1:] + [(end, pts[-1][1])], strict=True):
+                for (_t0, v0), (t1, v1) in zip(pts, pts[1:] + [(end, pts[-1][1])], strict=True):
                     path.append(f"L{x(t1):.1f},{y(v0):.1f}")
                     if t1 < end:
-                        path.append(f"L{x(t1):.1f},{y(_v1):.1f}")
+                        path.append(f"L{x(t1):.1f},{y(v1):.1f}")
                 out.append(f'<path d="{" ".join(path)}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
             out.append(
                 f'<text x="{W - RIGHT + 8}" y="{y0 + 14 + 14 * j}" fill="{colour}">revision {escape(rev)}</text>'
             )
     if violation is not None:
-        out.append(f'<line x1="{x(violation.t):.1f}" y1="{TOP}" x2="{x(violation.t):.1f}" y2="{height - 30}" stroke="#c00"/>')
+        out.append(
+            f'<line x1="{x(violation.t):.1f}" y1="{TOP}" x2="{x(violation.t):.1f}" y2="{height - 30}" stroke="#c00"/>'
+        )
     out.append(f'<text x="{LEFT}" y="{height - 10}">0 s</text>')
     out.append(f'<text x="{W - RIGHT}" y="{height - 10}" text-anchor="end">{end:.1f} s</text>')
     out.append("</svg>")

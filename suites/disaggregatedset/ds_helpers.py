@@ -73,9 +73,21 @@ def set_image(sc: Scenario, name: str, role_name: str, image: str) -> None:
     roles = get(sc, name)["spec"]["roles"]
     i = next(k for k, r in enumerate(roles) if r["name"] == role_name)
     lwt = roles[i]["spec"]["leaderWorkerTemplate"]
-    ops = [{"op": "replace", "path": f"/spec/roles/{i}/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0/image", "value": image}]
+    ops = [
+        {
+            "op": "replace",
+            "path": f"/spec/roles/{i}/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0/image",
+            "value": image,
+        }
+    ]
     if "leaderTemplate" in lwt:
-        ops.append({"op": "replace", "path": f"/spec/roles/{i}/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0/image", "value": image})
+        ops.append(
+            {
+                "op": "replace",
+                "path": f"/spec/roles/{i}/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0/image",
+                "value": image,
+            }
+        )
     json_patch(sc, name, ops)
 
 
@@ -88,23 +100,22 @@ def ready(lws: Obj) -> bool:
     return int((lws.get("status") or {}).get("readyReplicas", 0)) == spec_replicas
 
 
-def wait_roles(sc: Scenario, set_name: str, want: dict[str, int], condition: str, timeout: float = 90) -> dict[str, Obj]:
-    """Wait until the set has exactly one LWS per role in `want`, all of one revision, each with
-    the wanted replicas and all of them ready; returns role -> LWS."""
+def wait_roles_check(mine: list[Obj], want: dict[str, int]) -> dict[str, Obj] | None:
+    """role -> LWS if `mine` is exactly one LWS per role of `want`, all of one revision, each
+    with the wanted replicas and ready; else None."""
+    by_role = {o["metadata"]["labels"].get(ROLE): o for o in mine}
+    if len(mine) != len(want) or set(by_role) != set(want):
+        return None
+    if len({o["metadata"]["labels"].get(REVISION) for o in mine}) != 1:
+        return None
+    ok = all(o["spec"].get("replicas", 1) == want[r] and ready(o) for r, o in by_role.items())
+    return by_role if ok else None
 
-    def check(objs: list[Obj]) -> dict[str, Obj] | None:
-        mine = children(objs, set_name)
-        by_role = {o["metadata"]["labels"].get(ROLE): o for o in mine}
-        if len(mine) != len(want) or set(by_role) != set(want):
-            return None
-        if len({o["metadata"]["labels"].get(REVISION) for o in mine}) != 1:
-            return None
-        ok = all(o["spec"].get("replicas", 1) == want[r] and ready(o) for r, o in by_role.items())
-        return by_role if ok else None
 
-    result: dict[str, Obj] = sc.wait_in_namespace(
+def wait_lws(sc: Scenario, check: Any, condition: str, timeout: float = 90) -> Any:
+    return sc.wait_in_namespace(
         sc.custom.list_namespaced_custom_object,
-        f"LWSs of DisaggregatedSet {set_name}",
+        "LWSs",
         check,
         condition,
         timeout,
@@ -112,7 +123,25 @@ def wait_roles(sc: Scenario, set_name: str, want: dict[str, int], condition: str
         version=LWS_VERSION,
         plural=LWS_PLURAL,
     )
+
+
+def wait_roles(
+    sc: Scenario, set_name: str, want: dict[str, int], condition: str, timeout: float = 90
+) -> dict[str, Obj]:
+    """Wait until the set has exactly one ready LWS per role of `want` (see `wait_roles_check`)."""
+    result: dict[str, Obj] = wait_lws(
+        sc, lambda objs: wait_roles_check(children(objs, set_name), want), condition, timeout
+    )
     return result
+
+
+def services(objs: list[Obj], set_name: str, revision: str) -> list[Obj]:
+    """The set's per-role Services (<set>-<revision>-<role>-prv) of one revision."""
+    return [
+        s
+        for s in children(objs, set_name)
+        if s["metadata"]["name"].endswith("-prv") and s["metadata"]["labels"].get(REVISION) == revision
+    ]
 
 
 def window() -> float:

@@ -43,7 +43,9 @@ def _outcome(call: Any) -> tuple[Obj | None, int | None, str]:
 
 def dry_create(sc: Scenario, obj: Obj) -> tuple[Obj | None, int | None, str]:
     return _outcome(
-        lambda: sc.custom.create_namespaced_custom_object(D.GROUP, D.VERSION, sc.namespace, D.PLURAL, obj, dry_run="All")
+        lambda: sc.custom.create_namespaced_custom_object(
+            D.GROUP, D.VERSION, sc.namespace, D.PLURAL, obj, dry_run="All"
+        )
     )
 
 
@@ -70,12 +72,16 @@ def two(**kw: Any) -> list[Obj]:
 def test_role_count_names_and_uniqueness(scenario: Scenario) -> None:
     sc = scenario
     rejected(sc, D.dset("one", [D.role("prefill")]), 422, "spec.roles", "should have at least 2 items")
-    rejected(sc, D.dset("eleven", [D.role(f"r{i}") for i in range(11)]), 422, "spec.roles", "must have at most 10 items")
+    rejected(
+        sc, D.dset("eleven", [D.role(f"r{i}") for i in range(11)]), 422, "spec.roles", "must have at most 10 items"
+    )
     accepted(sc, D.dset("two", two()))
     accepted(sc, D.dset("ten", [D.role(f"r{i}") for i in range(10)]))
     rejected(sc, D.dset("upper", [D.role("Prefill"), D.role("decode")]), 422, "spec.roles[0].name", "should match")
     rejected(sc, D.dset("dash", [D.role("prefill-"), D.role("decode")]), 422, "spec.roles[0].name", "should match")
-    rejected(sc, D.dset("long", [D.role("p" * 64), D.role("decode")]), 422, "spec.roles[0].name", "may not be more than 63")
+    rejected(
+        sc, D.dset("long", [D.role("p" * 64), D.role("decode")]), 422, "spec.roles[0].name", "may not be more than 63"
+    )
     accepted(sc, D.dset("max", [D.role("p" * 63), D.role("decode")]))
     rejected(sc, D.dset("dup", [D.role("prefill"), D.role("prefill")]), 422, "spec.roles[1]", "Duplicate value")
 
