@@ -242,3 +242,30 @@ def test_every_disaggregatedset_requirement_is_not_applicable_before_v090() -> N
     for r in reqs:
         assert catalogue.not_applicable(r, {"lws": "v0.8.0", "kueue": "v0.17.0"}), r.id
         assert catalogue.not_applicable(r, {"lws": "v0.9.0", "kueue": "v0.17.0"}) is None, r.id
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_recorded_v090_kep_rollout_shows_the_force_drain_surge_only() -> None:
+    """Recorded on the local cluster (LWS v0.9.0): the KEP's example breaks surge once, at the
+    force-drain step, and the KEP table; stability, availability and the drain hold."""
+    from lws_conformance.observe import Timeline
+
+    events = Timeline.load(DATA / "ds-kep-v0.9.0.timeline.json").ordered()
+    found = disagg.check(events, "kep")
+    assert [(v.invariant, v.message.split(" (")[0]) for v in found] == [
+        ("ds-surge", "role prefill: old + new replicas 8 > replicas 5 + maxSurge 2")
+    ]
+    why = disagg.follows_steps(disagg.observed_rows(events, "kep", ROLES), KEP_TABLE)
+    assert why is not None and "(4, 2, 4, 1) is neither step 2" in why
+    assert [r for _, r in disagg.observed_rows(events, "kep", ROLES)][-1] == (0, 0, 5, 2)
+
+
+def test_recorded_v090_three_role_rollout_holds_every_invariant() -> None:
+    from lws_conformance.observe import Timeline
+
+    events = Timeline.load(DATA / "ds-three-roles-v0.9.0.timeline.json").ordered()
+    assert disagg.check(events, "tri") == []
+    rows = disagg.observed_rows(events, "tri", ["prefill", "decode", "router"])
+    assert rows[0][1] == (3, 2, 1, 0, 0, 0) and rows[-1][1] == (0, 0, 0, 3, 2, 1)
