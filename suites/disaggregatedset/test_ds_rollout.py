@@ -105,9 +105,10 @@ def test_three_role_rollout(scenario: Scenario, claim: Claims, tmp_path: Path) -
         sc.create(D.dset("tri", [D.role("prefill", 3, 2), D.role("decode", 2, 1), D.role("router", 1, 1)]))
         old = D.wait_roles(sc, "tri", want, "every role ready")
         old_rev = old["decode"]["metadata"]["labels"][D.REVISION]
-        sc.wait_services(
-            lambda objs: len(D.services(objs, "tri", old_rev)) == 3 or None, "the 3 Services of the first revision"
-        )
+        with claim("LWS-DSSVC-002"):
+            sc.wait_services(
+                lambda objs: len(D.services(objs, "tri", old_rev)) == 3 or None, "the 3 Services of the first revision"
+            )
         D.set_image(sc, "tri", "decode", NEW_IMAGE)
         new = _rolled(sc, "tri", want, old_rev, claim)
     _verify(tl, tmp_path, "tri", "ds-three-roles", claim)
