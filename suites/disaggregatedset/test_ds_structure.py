@@ -89,7 +89,9 @@ def test_one_lws_per_role_with_services_and_gc(scenario: Scenario, claim: Claims
             role = want[sname]
             labels = {D.SET: "llm", D.ROLE: role, D.REVISION: rev}
             assert s["spec"].get("clusterIP") == "None", f"{sname} is not headless: {s['spec']}"
-            assert s["spec"]["selector"] == labels and {k: s["metadata"]["labels"].get(k) for k in labels} == labels, s
+            got = {k: s["metadata"]["labels"].get(k) for k in labels}
+            assert s["spec"]["selector"] == labels, f"{sname}: selector {s['spec']['selector']}, want {labels}"
+            assert got == labels, f"{sname}: labels {got}, want {labels}"
             selected = {p["metadata"]["name"] for p in sc.pods(",".join(f"{k}={v}" for k, v in labels.items()))}
             expected = {
                 p["metadata"]["name"]
