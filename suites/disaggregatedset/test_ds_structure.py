@@ -210,7 +210,9 @@ def test_scaling_a_role_and_restarting_a_group(scenario: Scenario, claim: Claims
             }
         leader = f"sc-{rev}-prefill-1"
         old_uid = sc.core.read_namespaced_pod(leader, sc.namespace).metadata.uid
-        sc.core.delete_namespaced_pod(f"{leader}-1", sc.namespace)  # a worker: the whole group restarts
+        # the leader: its group is rebuilt (deleting a worker instead can hit kubernetes-sigs/lws#998,
+        # a worker replaced alone: see the lws-998 known deviation of CHAOS-RESTART-001)
+        sc.core.delete_namespaced_pod(leader, sc.namespace)
         sc.wait_pods(
             lambda ps: (
                 any(p["metadata"]["name"] == leader and p["metadata"]["uid"] != old_uid and P.pod_ready(p) for p in ps)
