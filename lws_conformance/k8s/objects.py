@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 RUN_LABEL = "lwsc.x-k8s.io/run"
 PLURALS = {
     "LeaderWorkerSet": "leaderworkersets",
+    "DisaggregatedSet": "disaggregatedsets",
     "ClusterQueue": "clusterqueues",
     "LocalQueue": "localqueues",
     "ResourceFlavor": "resourceflavors",

@@ -35,6 +35,7 @@ from .timeline import Obj, Timeline, snapshot
 
 LWS = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
 WORKLOAD = ("kueue.x-k8s.io", "v1beta2", "workloads")
+DISAGG = ("disaggregatedset.x-k8s.io", "v1", "disaggregatedsets")
 WATCH_SECONDS = 240  # server-side watch timeout; the watch is then resumed from the last rv
 
 
@@ -48,8 +49,11 @@ class Source:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-def sources(api: client.ApiClient, namespace: str, *, workloads: bool | None = None) -> list[Source]:
-    """The kinds a rollout test needs. `workloads=None` records Kueue Workloads iff the CRD exists."""
+def sources(
+    api: client.ApiClient, namespace: str, *, workloads: bool | None = None, disaggregated: bool = False
+) -> list[Source]:
+    """The kinds a rollout test needs. `workloads=None` records Kueue Workloads iff the CRD exists;
+    `disaggregated` adds DisaggregatedSets (LWS >= v0.9.0)."""
     core, apps, custom = client.CoreV1Api(api), client.AppsV1Api(api), client.CustomObjectsApi(api)
     out = [
         Source(
@@ -76,6 +80,9 @@ def sources(api: client.ApiClient, namespace: str, *, workloads: bool | None = N
             workloads = False
     if workloads:
         out.append(wl)
+    if disaggregated:
+        kw = {"group": DISAGG[0], "version": DISAGG[1], "namespace": namespace, "plural": DISAGG[2]}
+        out.append(Source("DisaggregatedSet", custom.list_namespaced_custom_object, kw))
     return out
 
 
@@ -308,7 +315,12 @@ class Recorder:
 
 @contextlib.contextmanager
 def record(
-    api: client.ApiClient, namespace: str, *, workloads: bool | None = None, sync_timeout: float = 20
+    api: client.ApiClient,
+    namespace: str,
+    *,
+    workloads: bool | None = None,
+    sync_timeout: float = 20,
+    disaggregated: bool = False,
 ) -> Iterator[Timeline]:
     """Record the namespace's LWS, StatefulSets, pods, revisions (and Workloads) while the block runs.
 
@@ -316,7 +328,7 @@ def record(
     timeline is synced (`timeline.complete`); the recorder threads are always stopped.
     """
     tl = Timeline(namespace)
-    rec = Recorder(tl, sources(api, namespace, workloads=workloads))
+    rec = Recorder(tl, sources(api, namespace, workloads=workloads, disaggregated=disaggregated))
     rec.start()
     ok = False
     try:

@@ -30,9 +30,12 @@ REVISION = LWS_PREFIX + "template-revision-hash"
 SIZE = LWS_PREFIX + "size"
 REPLICAS = LWS_PREFIX + "replicas"
 LEADER_NAME = LWS_PREFIX + "leader-name"
-KEPT_LABELS = (NAME, GROUP_INDEX, WORKER_INDEX, REVISION, "kueue.x-k8s.io/queue-name")
-KEPT_ANNOTATIONS = (SIZE, REPLICAS, LEADER_NAME)
-KINDS = ("LeaderWorkerSet", "StatefulSet", "Pod", "ControllerRevision", "Workload")
+DS_PREFIX = "disaggregatedset.x-k8s.io/"
+DS_NAME, DS_ROLE, DS_REVISION = DS_PREFIX + "name", DS_PREFIX + "role", DS_PREFIX + "revision"
+DS_INITIAL = DS_PREFIX + "initial-replicas"
+KEPT_LABELS = (NAME, GROUP_INDEX, WORKER_INDEX, REVISION, "kueue.x-k8s.io/queue-name", DS_NAME, DS_ROLE, DS_REVISION)
+KEPT_ANNOTATIONS = (SIZE, REPLICAS, LEADER_NAME, DS_INITIAL)
+KINDS = ("LeaderWorkerSet", "StatefulSet", "Pod", "ControllerRevision", "Workload", "DisaggregatedSet")
 SCHEMA = 1
 
 
@@ -160,7 +163,20 @@ def snapshot(kind: str, obj: Obj) -> Obj:
         snap["revision"] = _int_or(obj.get("revision"))
     elif kind == "Workload":
         snap["status"] = {"conditions": _conditions(status)}
+    elif kind == "DisaggregatedSet":
+        snap["roles"] = [_ds_role(r) for r in spec.get("roles") or []]
+        snap["status"] = {"roles": status.get("roleStatuses") or [], "conditions": _conditions(status)}
     return snap
+
+
+def _ds_role(role: Obj) -> Obj:
+    """One DisaggregatedSet role: its replicas, rollout limits (as written) and template digest."""
+    spec = role.get("spec") or {}
+    ru = (spec.get("rolloutStrategy") or {}).get("rollingUpdateConfiguration")
+    out: Obj = {"name": role.get("name"), "replicas": spec.get("replicas", 1), "template": template_digest(spec)}
+    if ru is not None:
+        out["maxSurge"], out["maxUnavailable"] = ru.get("maxSurge", 0), ru.get("maxUnavailable", 1)
+    return out
 
 
 @dataclass

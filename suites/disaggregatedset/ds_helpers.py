@@ -1,0 +1,148 @@
+"""Shared pieces of the DisaggregatedSet suite: the object builder, child lookups and waits.
+
+Not a test module. A DisaggregatedSet (LWS >= v0.9.0) serves each role with one LWS per revision,
+named <set>-<revision>-<role> and labelled disaggregatedset.x-k8s.io/{name,role,revision}; its
+headless Services are named <set>-<revision>-<role>-prv (KEP-766).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from lws_conformance.k8s.wait import scale
+from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+
+Obj = dict[str, Any]
+GROUP, VERSION, PLURAL = "disaggregatedset.x-k8s.io", "v1", "disaggregatedsets"
+API = f"{GROUP}/{VERSION}"
+PREFIX = "disaggregatedset.x-k8s.io/"
+SET, ROLE, REVISION = PREFIX + "name", PREFIX + "role", PREFIX + "revision"
+IMAGE = "registry.k8s.io/nginx-slim:0.27"
+# "Must never happen" window: the controller creates Services ~1 s after the roles turn ready
+# (measured on the local cluster, 2 shared cores); 5 s covers several reconciles, scaled.
+OBSERVE_SECONDS = 5.0
+
+
+def container(name: str, image: str = IMAGE) -> Obj:
+    return {"name": name, "image": image, "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
+
+
+def role(name: str, replicas: int | None = 1, size: int = 1, *, image: str = IMAGE, **extra: Any) -> Obj:
+    """One role: an LWS spec with a worker template (and a leader template when size > 1)."""
+    lwt: Obj = {"size": size, "workerTemplate": {"spec": {"containers": [container("w", image)]}}}
+    if size > 1:
+        lwt["leaderTemplate"] = {"spec": {"containers": [container("l", image)]}}
+    spec: Obj = {"leaderWorkerTemplate": lwt}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    out: Obj = {"name": name, "spec": spec}
+    for key, value in extra.items():
+        out[key] = copy.deepcopy(value)
+    return out
+
+
+def rollout(r: Obj, max_surge: int | str, max_unavailable: int | str) -> Obj:
+    r["spec"]["rolloutStrategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdateConfiguration": {"maxSurge": max_surge, "maxUnavailable": max_unavailable},
+    }
+    return r
+
+
+def dset(name: str, roles: list[Obj]) -> Obj:
+    return {"apiVersion": API, "kind": "DisaggregatedSet", "metadata": {"name": name}, "spec": {"roles": roles}}
+
+
+def get(sc: Scenario, name: str) -> Obj:
+    return sc.objects.get("DisaggregatedSet", API, name)
+
+
+def patch(sc: Scenario, name: str, body: Any) -> Obj:
+    return sc.objects.patch("DisaggregatedSet", API, name, body)
+
+
+def json_patch(sc: Scenario, name: str, ops: list[Obj]) -> None:
+    sc.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, sc.namespace, PLURAL, name, ops, _content_type="application/json-patch+json"
+    )
+
+
+def set_image(sc: Scenario, name: str, role_name: str, image: str) -> None:
+    """Change one role's template (a JSON patch, so the other roles stay as they are)."""
+    roles = get(sc, name)["spec"]["roles"]
+    i = next(k for k, r in enumerate(roles) if r["name"] == role_name)
+    lwt = roles[i]["spec"]["leaderWorkerTemplate"]
+    ops = [
+        {
+            "op": "replace",
+            "path": f"/spec/roles/{i}/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0/image",
+            "value": image,
+        }
+    ]
+    if "leaderTemplate" in lwt:
+        ops.append(
+            {
+                "op": "replace",
+                "path": f"/spec/roles/{i}/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0/image",
+                "value": image,
+            }
+        )
+    json_patch(sc, name, ops)
+
+
+def children(objs: list[Obj], set_name: str) -> list[Obj]:
+    return [o for o in objs if (o["metadata"].get("labels") or {}).get(SET) == set_name]
+
+
+def ready(lws: Obj) -> bool:
+    spec_replicas = lws["spec"].get("replicas", 1)
+    return int((lws.get("status") or {}).get("readyReplicas", 0)) == spec_replicas
+
+
+def wait_roles_check(mine: list[Obj], want: dict[str, int]) -> dict[str, Obj] | None:
+    """role -> LWS if `mine` is exactly one LWS per role of `want`, all of one revision, each
+    with the wanted replicas and ready; else None."""
+    by_role = {o["metadata"]["labels"].get(ROLE): o for o in mine}
+    if len(mine) != len(want) or set(by_role) != set(want):
+        return None
+    if len({o["metadata"]["labels"].get(REVISION) for o in mine}) != 1:
+        return None
+    ok = all(o["spec"].get("replicas", 1) == want[r] and ready(o) for r, o in by_role.items())
+    return by_role if ok else None
+
+
+def wait_lws(sc: Scenario, check: Any, condition: str, timeout: float = 90) -> Any:
+    return sc.wait_in_namespace(
+        sc.custom.list_namespaced_custom_object,
+        "LWSs",
+        check,
+        condition,
+        timeout,
+        group=LWS_GROUP,
+        version=LWS_VERSION,
+        plural=LWS_PLURAL,
+    )
+
+
+def wait_roles(
+    sc: Scenario, set_name: str, want: dict[str, int], condition: str, timeout: float = 90
+) -> dict[str, Obj]:
+    """Wait until the set has exactly one ready LWS per role of `want` (see `wait_roles_check`)."""
+    result: dict[str, Obj] = wait_lws(
+        sc, lambda objs: wait_roles_check(children(objs, set_name), want), condition, timeout
+    )
+    return result
+
+
+def services(objs: list[Obj], set_name: str, revision: str) -> list[Obj]:
+    """The set's per-role Services (<set>-<revision>-<role>-prv) of one revision."""
+    return [
+        s
+        for s in children(objs, set_name)
+        if s["metadata"]["name"].endswith("-prv") and s["metadata"]["labels"].get(REVISION) == revision
+    ]
+
+
+def window() -> float:
+    return OBSERVE_SECONDS * scale()

@@ -1,0 +1,120 @@
+"""Coordinated rolling updates of a DisaggregatedSet, checked at every watch event (KEP-766).
+
+The recorder watches the DisaggregatedSet, its LWSs and their pods; `observe.disagg` replays the
+timeline and checks the KEP's properties per role at every event: surge (old + new <= replicas +
+maxSurge), availability (ready groups >= replicas - maxUnavailable), the stability check (no LWS
+rescaled twice without the new revision seen ready in between) and the coordinated drain. The
+evidence (timeline JSON, the LWS picture and a per-role DisaggregatedSet picture) is kept.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ds_helpers as D
+import pytest
+
+from lws_conformance.claims import Claims
+from lws_conformance.observe import artifact_dir, describe, disagg, disagg_picture, record, saved
+from lws_conformance.scenario import Scenario
+
+pytestmark = pytest.mark.cluster
+Obj = dict[str, Any]
+NEW_IMAGE = "registry.k8s.io/nginx-slim:0.26"
+CLAIMED = {
+    "ds-surge": "ROLL-DSSURGE-001",
+    "ds-availability": "ROLL-DSAVAIL-001",
+    "ds-stability": "ROLL-DSSTABLE-001",
+    "ds-drain": "ROLL-DSDRAIN-001",
+}
+# KEP-766 Example 1 (v0.9.0 README L187-L201) as (old prefill, old decode, new prefill, new decode).
+KEP_TABLE = [
+    (5, 2, 0, 0),
+    (5, 2, 2, 1),
+    (4, 2, 2, 1),
+    (3, 2, 2, 1),
+    (3, 2, 4, 2),
+    (2, 1, 4, 2),
+    (2, 1, 5, 2),
+    (0, 0, 5, 2),
+]
+ROLLOUT_SECONDS = 180  # a 7-step rollout of 5 + 2 groups takes ~30 s here; scaled by timeouts.scale
+
+
+def _rolled(sc: Scenario, name: str, want: dict[str, int], old: str, claim: Claims) -> dict[str, Obj]:
+    """Wait for the rollout to finish; ROLL-DSREV-001: every role on one new revision, old gone."""
+    with claim("ROLL-DSREV-001"):
+
+        def done(objs: list[Obj]) -> dict[str, Obj] | None:
+            mine = D.children(objs, name)
+            revs = {o["metadata"]["labels"][D.REVISION] for o in mine}
+            return D.wait_roles_check(mine, want) if old not in revs else None
+
+        by_role: dict[str, Obj] = D.wait_lws(
+            sc, done, f"every role of {name} on one new revision, old LWSs gone", ROLLOUT_SECONDS
+        )
+        return by_role
+
+
+def _verify(tl: Any, tmp_path: Path, name: str, stem: str, claim: Claims) -> list[Any]:
+    events = saved(tl, artifact_dir(tmp_path), stem)
+    found = disagg.check(events, name)
+    svg = disagg_picture.save(artifact_dir(tmp_path) / f"{stem}.ds.svg", events, name, found[0] if found else None)
+    for invariant, rid in CLAIMED.items():
+        with claim(rid):
+            mine = [v for v in found if v.invariant == invariant]
+            assert not mine, describe(mine, f"picture: {svg}")
+    return events
+
+
+@pytest.mark.requirement("ROLL-DSREV-001")
+@pytest.mark.requirement("ROLL-DSSURGE-001")
+@pytest.mark.requirement("ROLL-DSAVAIL-001")
+@pytest.mark.requirement("ROLL-DSSTABLE-001")
+@pytest.mark.requirement("ROLL-DSDRAIN-001")
+@pytest.mark.requirement("ROLL-DSSTEP-001")
+def test_kep_example_two_role_rollout(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
+    """5 prefill + 2 decode, maxSurge 2, maxUnavailable 1 on both: the KEP's own example."""
+    sc = scenario
+    roles = [D.rollout(D.role("prefill", 5), 2, 1), D.rollout(D.role("decode", 2), 2, 1)]
+    with record(sc.api, sc.namespace, disaggregated=True) as tl:
+        sc.create(D.dset("kep", roles))
+        old = D.wait_roles(sc, "kep", {"prefill": 5, "decode": 2}, "5 prefill and 2 decode groups ready")
+        D.set_image(sc, "kep", "prefill", NEW_IMAGE)
+        _rolled(sc, "kep", {"prefill": 5, "decode": 2}, old["prefill"]["metadata"]["labels"][D.REVISION], claim)
+    events = _verify(tl, tmp_path, "kep", "ds-kep-example", claim)
+    with claim("ROLL-DSSTEP-001"):
+        rows = disagg.observed_rows(events, "kep", ["prefill", "decode"])
+        why = disagg.follows_steps(rows, KEP_TABLE)
+        assert why is None, f"KEP-766 Example 1 not followed: {why}; observed {[r for _, r in rows]}"
+
+
+@pytest.mark.requirement("ROLL-DSREV-001")
+@pytest.mark.requirement("ROLL-DSSURGE-001")
+@pytest.mark.requirement("ROLL-DSAVAIL-001")
+@pytest.mark.requirement("ROLL-DSSTABLE-001")
+@pytest.mark.requirement("ROLL-DSDRAIN-001")
+@pytest.mark.requirement("LWS-DSSVC-002")
+def test_three_role_rollout(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
+    """Three roles with the default limits (maxSurge 1, maxUnavailable 0); only decode's template
+    changes, and all three roles must move to the new revision."""
+    sc = scenario
+    want = {"prefill": 3, "decode": 2, "router": 1}
+    with record(sc.api, sc.namespace, disaggregated=True) as tl:
+        sc.create(D.dset("tri", [D.role("prefill", 3, 2), D.role("decode", 2, 1), D.role("router", 1, 1)]))
+        old = D.wait_roles(sc, "tri", want, "every role ready")
+        old_rev = old["decode"]["metadata"]["labels"][D.REVISION]
+        with claim("LWS-DSSVC-002"):
+            sc.wait_services(
+                lambda objs: len(D.services(objs, "tri", old_rev)) == 3 or None, "the 3 Services of the first revision"
+            )
+        D.set_image(sc, "tri", "decode", NEW_IMAGE)
+        new = _rolled(sc, "tri", want, old_rev, claim)
+    _verify(tl, tmp_path, "tri", "ds-three-roles", claim)
+    new_rev = next(iter(new.values()))["metadata"]["labels"][D.REVISION]
+    with claim("LWS-DSSVC-002"):
+        sc.wait_services(
+            lambda objs: (len(D.services(objs, "tri", new_rev)) == 3 and not D.services(objs, "tri", old_rev)) or None,
+            f"the 3 Services of revision {new_rev}, none of {old_rev}",
+        )

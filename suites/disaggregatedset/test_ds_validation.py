@@ -1,0 +1,144 @@
+"""DisaggregatedSet admission: CRD schema rules, the vdisaggregatedset.kb.io webhook, defaulting.
+
+Creates go through server-side dry-run (`dryRun=All`): schema, CEL rules and the validating webhook
+run exactly as for a real create and nothing is stored. Every rejected case is checked for who
+rejected it (the webhook: HTTP 403 with its name; the API server's schema: HTTP 422) and its
+message, and each rule has accepted neighbours, so a server rejecting everything fails too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import ds_helpers as D
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from lws_conformance.claims import Claims
+from lws_conformance.scenario import Scenario
+
+pytestmark = pytest.mark.cluster
+Obj = dict[str, Any]
+WEBHOOK = 'admission webhook "vdisaggregatedset.kb.io" denied the request: '
+PARTITION_MSG = (
+    "partition is not supported by DisaggregatedSet; rolling updates are managed across roles by the "
+    "DisaggregatedSet controller"
+)
+MIXED_MSG = "replicas must be zero for all roles or non-zero for all roles"
+
+
+def _outcome(call: Any) -> tuple[Obj | None, int | None, str]:
+    try:
+        return call(), None, ""
+    except ApiException as exc:
+        if exc.status not in (400, 403, 422):
+            raise
+        try:
+            message = json.loads(exc.body).get("message", "")
+        except (TypeError, ValueError):
+            message = str(exc.body)
+        return None, exc.status, message
+
+
+def dry_create(sc: Scenario, obj: Obj) -> tuple[Obj | None, int | None, str]:
+    return _outcome(
+        lambda: sc.custom.create_namespaced_custom_object(
+            D.GROUP, D.VERSION, sc.namespace, D.PLURAL, obj, dry_run="All"
+        )
+    )
+
+
+def accepted(sc: Scenario, obj: Obj) -> Obj:
+    out, status, message = dry_create(sc, obj)
+    assert out is not None, f"{[r['name'] for r in obj['spec']['roles']]} rejected ({status}): {message}"
+    return out
+
+
+def rejected(sc: Scenario, obj: Obj, status: int, *parts: str) -> str:
+    out, got, message = dry_create(sc, obj)
+    assert out is None, f"accepted, expected a {status} naming {parts}"
+    assert got == status, f"rejected with {got}, expected {status}: {message}"
+    for part in parts:
+        assert part in message, f"message {message!r} lacks {part!r}"
+    return message
+
+
+def two(**kw: Any) -> list[Obj]:
+    return [D.role("prefill", **kw), D.role("decode", **kw)]
+
+
+@pytest.mark.requirement("LWS-DSVALID-001")
+def test_role_count_names_and_uniqueness(scenario: Scenario) -> None:
+    sc = scenario
+    rejected(sc, D.dset("one", [D.role("prefill")]), 422, "spec.roles", "should have at least 2 items")
+    rejected(
+        sc, D.dset("eleven", [D.role(f"r{i}") for i in range(11)]), 422, "spec.roles", "must have at most 10 items"
+    )
+    accepted(sc, D.dset("two", two()))
+    accepted(sc, D.dset("ten", [D.role(f"r{i}") for i in range(10)]))
+    rejected(sc, D.dset("upper", [D.role("Prefill"), D.role("decode")]), 422, "spec.roles[0].name", "should match")
+    rejected(sc, D.dset("dash", [D.role("prefill-"), D.role("decode")]), 422, "spec.roles[0].name", "should match")
+    rejected(
+        sc, D.dset("long", [D.role("p" * 64), D.role("decode")]), 422, "spec.roles[0].name", "may not be more than 63"
+    )
+    accepted(sc, D.dset("max", [D.role("p" * 63), D.role("decode")]))
+    rejected(sc, D.dset("dup", [D.role("prefill"), D.role("prefill")]), 422, "spec.roles[1]", "Duplicate value")
+
+
+@pytest.mark.requirement("LWS-DSVALID-002")
+def test_replicas_all_zero_or_all_non_zero(scenario: Scenario) -> None:
+    sc = scenario
+    rejected(sc, D.dset("mixed", [D.role("prefill", 0), D.role("decode", 2)]), 422, MIXED_MSG)
+    rejected(sc, D.dset("mixed2", [D.role("prefill", 3), D.role("decode", 0), D.role("x", 1)]), 422, MIXED_MSG)
+    accepted(sc, D.dset("zeros", [D.role("prefill", 0), D.role("decode", 0)]))
+    accepted(sc, D.dset("ones", [D.role("prefill", 3), D.role("decode", 1)]))
+    accepted(sc, D.dset("unset", [D.role("prefill", None), D.role("decode", 2)]))  # replicas defaults to 1
+
+
+@pytest.mark.requirement("LWS-DSVALID-003")
+@pytest.mark.requirement("LWS-DSVALID-004")
+def test_rollout_type_and_partition_rejected(scenario: Scenario, claim: Claims) -> None:
+    sc = scenario
+    part_field = "spec.roles[1].spec.rolloutStrategy.rollingUpdateConfiguration.partition"
+
+    def with_partition(p: int) -> Obj:
+        roles = two()
+        roles[1]["spec"]["rolloutStrategy"] = {"type": "RollingUpdate", "rollingUpdateConfiguration": {"partition": p}}
+        return D.dset(f"part{p}", roles)
+
+    with claim("LWS-DSVALID-003"):
+        typed = two()
+        typed[0]["spec"]["rolloutStrategy"] = {"type": "Recreate"}
+        rejected(sc, D.dset("type", typed), 422, "spec.roles[0].spec.rolloutStrategy.type", "Unsupported value")
+        rejected(sc, with_partition(1), 403)
+        # on update: a stored set (all roles at 0 replicas: no pods) updated to a partition
+        sc.create(D.dset("stored", [D.role("prefill", 0), D.role("decode", 0)]))
+        stored = D.get(sc, "stored")
+        stored["spec"]["roles"][1]["spec"]["rolloutStrategy"] = {"rollingUpdateConfiguration": {"partition": 2}}
+        _, status, message = _outcome(
+            lambda: sc.custom.replace_namespaced_custom_object(
+                D.GROUP, D.VERSION, sc.namespace, D.PLURAL, "stored", stored, dry_run="All"
+            )
+        )
+        assert status == 403 and PARTITION_MSG in message, f"update to partition 2: {status} {message}"
+    with claim("LWS-DSVALID-004"):
+        msg = rejected(sc, with_partition(3), 403, WEBHOOK, part_field, "Forbidden", PARTITION_MSG)
+        assert msg.startswith(WEBHOOK), msg
+        out = accepted(sc, with_partition(0))
+        got = out["spec"]["roles"][1]["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]["partition"]
+        assert got == 0, f"partition {got}"
+
+
+@pytest.mark.requirement("LWS-DSDEFAULT-001")
+def test_role_spec_defaulting(scenario: Scenario) -> None:
+    roles = [D.role("prefill", None), D.role("decode", None)]
+    del roles[0]["spec"]["leaderWorkerTemplate"]["size"]
+    roles[1]["spec"]["rolloutStrategy"] = {}
+    out = accepted(scenario, D.dset("defaults", roles))
+    got = {r["name"]: r["spec"] for r in out["spec"]["roles"]}
+    for name, spec in got.items():
+        assert spec.get("replicas") == 1, f"{name}: replicas {spec.get('replicas')}"
+        assert spec.get("startupPolicy") == "LeaderCreated", f"{name}: startupPolicy {spec.get('startupPolicy')}"
+    assert got["prefill"]["leaderWorkerTemplate"].get("size") == 1, got["prefill"]["leaderWorkerTemplate"]
+    assert got["decode"]["rolloutStrategy"].get("type") == "RollingUpdate", got["decode"]["rolloutStrategy"]

@@ -1,0 +1,271 @@
+"""The DisaggregatedSet rollout invariants (lws_conformance.observe.disagg) on synthetic timelines.
+
+`Sim` plays a DisaggregatedSet controller the way LWS v0.9.0 writes (one reconcile: scale the new
+revision up role by role, then the old one down, then wait for readiness), one pod per group. A
+good rollout passes every invariant; each broken controller below fails exactly the invariant
+written for it, which is how every check of suites/disaggregatedset is proven able to fail.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lws_conformance.observe import disagg, disagg_picture
+from lws_conformance.observe.timeline import DS_NAME, DS_REVISION, DS_ROLE, GROUP_INDEX, NAME, Event
+
+Obj = dict[str, Any]
+ROLES = ("prefill", "decode")
+KEP_TABLE = [  # KEP-766 Example 1 as (old prefill, old decode, new prefill, new decode)
+    (5, 2, 0, 0),
+    (5, 2, 2, 1),
+    (4, 2, 2, 1),
+    (3, 2, 2, 1),
+    (3, 2, 4, 2),
+    (2, 1, 4, 2),
+    (2, 1, 5, 2),
+    (0, 0, 5, 2),
+]
+V090_TRAJECTORY = [  # what the v0.9.0 planner computes for it (force drain scales new up too)
+    (5, 2, 0, 0),
+    (5, 2, 2, 1),
+    (4, 2, 2, 1),
+    (3, 2, 4, 2),
+    (2, 1, 4, 2),
+    (2, 1, 5, 2),
+    (0, 0, 5, 2),
+]
+
+
+class Sim:
+    def __init__(self, replicas: dict[str, int], surge: int | None = None, unavail: int | None = None) -> None:
+        self.events: list[Event] = []
+        self.replicas = dict(replicas)
+        self.spec: dict[tuple[str, str], int] = {}
+        self.ready: dict[tuple[str, str], int] = {}
+        roles = []
+        for r, n in replicas.items():
+            role: Obj = {"name": r, "replicas": n, "template": "t"}
+            if surge is not None:
+                role["maxSurge"], role["maxUnavailable"] = surge, unavail or 0
+            roles.append(role)
+        self.emit("DisaggregatedSet", "ADDED", {"name": "ds", "roles": roles})
+
+    def emit(self, kind: str, etype: str, obj: Obj) -> None:
+        n = len(self.events) + 1
+        self.events.append(Event(n - 1, n * 0.01, 0.0, kind, etype, {**obj, "rv": str(n)}))
+
+    def _lws(self, role: str, rev: str, etype: str = "MODIFIED") -> None:
+        labels = {DS_NAME: "ds", DS_ROLE: role, DS_REVISION: rev}
+        spec = {"replicas": self.spec[(role, rev)], "size": 1}
+        self.emit(
+            "LeaderWorkerSet",
+            etype,
+            {
+                "name": f"ds-{rev}-{role}",
+                "labels": labels,
+                "spec": spec,
+                "status": {"readyReplicas": self.ready[(role, rev)]},
+            },
+        )
+
+    def _pod(self, role: str, rev: str, g: int, etype: str, ready: bool) -> None:
+        labels = {DS_NAME: "ds", DS_ROLE: role, DS_REVISION: rev, NAME: f"ds-{rev}-{role}", GROUP_INDEX: str(g)}
+        self.emit("Pod", etype, {"name": f"ds-{rev}-{role}-{g}", "labels": labels, "ready": ready})
+
+    def create(self, rev: str, replicas: dict[str, int], ready: bool = True) -> None:
+        for role, n in replicas.items():
+            self.spec[(role, rev)], self.ready[(role, rev)] = 0, 0
+            self._lws(role, rev, "ADDED")
+            self.scale(role, rev, n)
+        if ready:
+            self.settle(rev)
+
+    def scale(self, role: str, rev: str, n: int) -> None:
+        before = self.spec[(role, rev)]
+        if n == before:
+            return
+        self.spec[(role, rev)] = n
+        self._lws(role, rev)
+        for g in range(n, before):  # scale down: pods go, readiness follows
+            self._pod(role, rev, g, "DELETED", False)
+        self.ready[(role, rev)] = min(self.ready[(role, rev)], n)
+        for g in range(before, n):
+            self._pod(role, rev, g, "ADDED", False)
+        self._lws(role, rev)
+
+    def settle(self, rev: str) -> None:
+        for (role, r), n in self.spec.items():
+            if r == rev and self.ready[(role, r)] < n:
+                for g in range(self.ready[(role, r)], n):
+                    self._pod(role, r, g, "MODIFIED", True)
+                self.ready[(role, r)] = n
+                self._lws(role, r)
+
+    def delete(self, rev: str) -> None:
+        for role in [r for (r, v) in self.spec if v == rev]:
+            self.emit(
+                "LeaderWorkerSet",
+                "DELETED",
+                {
+                    "name": f"ds-{rev}-{role}",
+                    "labels": {DS_NAME: "ds", DS_ROLE: role, DS_REVISION: rev},
+                    "spec": {"replicas": 0},
+                },
+            )
+
+    def walk(self, rows: list[tuple[int, ...]], *, wait: bool = True, new_first: bool = True) -> None:
+        """Roll from revision a to b through `rows` ((old..., new...) per role in ROLES order)."""
+        k = len(self.replicas)
+        self.create("b", dict.fromkeys(self.replicas, 0))
+        for row in rows[1:]:
+            ups = [(r, "b", row[k + i]) for i, r in enumerate(self.replicas)]
+            downs = [(r, "a", row[i]) for i, r in enumerate(self.replicas)]
+            for role, rev, n in ups + downs if new_first else downs + ups:
+                self.scale(role, rev, n)
+            if wait:
+                self.settle("b")
+        self.settle("b")
+        self.delete("a")
+
+
+def rollout(
+    rows: list[tuple[int, ...]],
+    replicas: dict[str, int],
+    surge: int | None = None,
+    unavail: int | None = None,
+    **kw: Any,
+) -> list[Event]:
+    sim = Sim(replicas, surge, unavail)
+    sim.create("a", replicas)
+    sim.walk(rows, **kw)
+    return sim.events
+
+
+GOOD_2x2 = [(2, 2, 0, 0), (2, 2, 1, 1), (1, 1, 1, 1), (1, 1, 2, 2), (0, 0, 2, 2)]
+
+
+def names(vs: list[Any]) -> set[str]:
+    return {v.invariant for v in vs}
+
+
+def test_good_rollout_passes_every_invariant() -> None:
+    assert disagg.check(rollout(GOOD_2x2, {"prefill": 2, "decode": 2}), "ds") == []
+
+
+def test_limits_follow_the_controller_defaults_and_scaling() -> None:
+    assert disagg.limits({"replicas": 5}) == disagg.Limits(5, 1, 0)
+    assert disagg.limits({"replicas": 5, "maxSurge": 2, "maxUnavailable": 1}) == disagg.Limits(5, 2, 1)
+    assert disagg.limits({"replicas": 5, "maxSurge": "30%", "maxUnavailable": "30%"}) == disagg.Limits(5, 2, 1)
+    assert disagg.limits({"replicas": 5, "maxSurge": 0, "maxUnavailable": 0}) == disagg.Limits(5, 1, 0)
+
+
+def test_v090_force_drain_breaks_surge_and_the_kep_table() -> None:
+    """The v0.9.0 planner's force-drain step scales new up before old down: prefill 4 + 4 > 5 + 2."""
+    events = rollout(V090_TRAJECTORY, {"prefill": 5, "decode": 2}, surge=2, unavail=1)
+    found = disagg.check(events, "ds")
+    assert names(found) == {"ds-surge"}, [v.describe() for v in found]
+    assert "role prefill: old + new replicas 8 > replicas 5 + maxSurge 2" in found[0].message
+    why = disagg.follows_steps(disagg.observed_rows(events, "ds", ROLES), KEP_TABLE)
+    assert why is not None and "(4, 2, 4, 1) is neither step 2 (4, 2, 2, 1)" in why
+
+
+def test_kep_table_walked_by_a_decoupled_controller_passes() -> None:
+    events = rollout(KEP_TABLE, {"prefill": 5, "decode": 2}, surge=2, unavail=1)
+    assert disagg.check(events, "ds") == []
+    assert disagg.follows_steps(disagg.observed_rows(events, "ds", ROLES), KEP_TABLE) is None
+
+
+def test_rollout_stopping_early_does_not_follow_the_table() -> None:
+    why = disagg.follows_steps([(0, KEP_TABLE[0]), (1, KEP_TABLE[1])], KEP_TABLE)
+    assert why is not None and "stopped at step 1" in why
+
+
+def test_no_stability_wait_is_caught() -> None:
+    events = rollout(GOOD_2x2, {"prefill": 2, "decode": 2}, wait=False)
+    assert "ds-stability" in names(disagg.check(events, "ds"))
+
+
+def test_scale_down_before_up_is_caught_as_unavailability() -> None:
+    rows = [(2, 2, 0, 0), (1, 1, 0, 0), (1, 1, 1, 1), (0, 0, 1, 1), (0, 0, 2, 2)]
+    events = rollout(rows, {"prefill": 2, "decode": 2}, new_first=False)
+    assert "ds-availability" in names(disagg.check(events, "ds", only=["ds-availability"]))
+
+
+def test_half_drain_is_caught() -> None:
+    """Old decode at 0 while old prefill still has a replica, and new prefill moves meanwhile."""
+    rows = [(2, 2, 0, 0), (2, 2, 1, 1), (1, 0, 1, 1), (1, 0, 2, 2), (0, 0, 2, 2)]
+    events = rollout(rows, {"prefill": 2, "decode": 2}, surge=2, unavail=2)
+    found = disagg.check(events, "ds", only=["ds-drain"])
+    assert found and "half drained" in found[0].message
+
+
+def test_deleting_an_old_lws_before_its_siblings_drain_is_caught() -> None:
+    sim = Sim({"prefill": 1, "decode": 1})
+    sim.create("a", {"prefill": 1, "decode": 1})
+    sim.create("b", {"prefill": 1, "decode": 1})
+    sim.scale("decode", "a", 0)
+    sim.emit(
+        "LeaderWorkerSet",
+        "DELETED",
+        {
+            "name": "ds-a-decode",
+            "labels": {DS_NAME: "ds", DS_ROLE: "decode", DS_REVISION: "a"},
+            "spec": {"replicas": 0},
+        },
+    )
+    found = disagg.check(sim.events, "ds", only=["ds-drain"])
+    assert found and "deleted while" in found[0].message
+
+
+def test_surge_over_the_limit_is_caught() -> None:
+    rows = [(2, 2, 0, 0), (2, 2, 2, 2), (0, 0, 2, 2)]
+    assert names(disagg.check(rollout(rows, {"prefill": 2, "decode": 2}), "ds")) == {"ds-surge"}
+
+
+@pytest.mark.parametrize("violated", [False, True])
+def test_picture_shows_every_role(tmp_path: Path, violated: bool) -> None:
+    events = rollout(V090_TRAJECTORY, {"prefill": 5, "decode": 2}, surge=2, unavail=1)
+    first = disagg.check(events, "ds")[0] if violated else None
+    svg = disagg_picture.save(tmp_path / "ds.svg", events, "ds", first).read_text()
+    assert ">prefill<" in svg and ">decode<" in svg and "revision a" in svg and "revision b" in svg
+    assert ("ds-surge" in svg) is violated
+
+
+def test_every_disaggregatedset_requirement_is_not_applicable_before_v090() -> None:
+    from lws_conformance import catalogue
+
+    reqs = [r for r in catalogue.default().values() if r.area == "disaggregatedset"]
+    assert len(reqs) >= 20
+    for r in reqs:
+        assert catalogue.not_applicable(r, {"lws": "v0.8.0", "kueue": "v0.17.0"}), r.id
+        assert catalogue.not_applicable(r, {"lws": "v0.9.0", "kueue": "v0.17.0"}) is None, r.id
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_recorded_v090_kep_rollout_shows_the_force_drain_surge_only() -> None:
+    """Recorded on the local cluster (LWS v0.9.0): the KEP's example breaks surge once, at the
+    force-drain step, and the KEP table; stability, availability and the drain hold."""
+    from lws_conformance.observe import Timeline
+
+    events = Timeline.load(DATA / "ds-kep-v0.9.0.timeline.json").ordered()
+    found = disagg.check(events, "kep")
+    assert [(v.invariant, v.message.split(" (")[0]) for v in found] == [
+        ("ds-surge", "role prefill: old + new replicas 8 > replicas 5 + maxSurge 2")
+    ]
+    why = disagg.follows_steps(disagg.observed_rows(events, "kep", ROLES), KEP_TABLE)
+    assert why is not None and "(4, 2, 4, 1) is neither step 2" in why
+    assert [r for _, r in disagg.observed_rows(events, "kep", ROLES)][-1] == (0, 0, 5, 2)
+
+
+def test_recorded_v090_three_role_rollout_holds_every_invariant() -> None:
+    from lws_conformance.observe import Timeline
+
+    events = Timeline.load(DATA / "ds-three-roles-v0.9.0.timeline.json").ordered()
+    assert disagg.check(events, "tri") == []
+    rows = disagg.observed_rows(events, "tri", ["prefill", "decode", "router"])
+    assert rows[0][1] == (3, 2, 1, 0, 0, 0) and rows[-1][1] == (0, 0, 0, 3, 2, 1)
