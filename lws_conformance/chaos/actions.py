@@ -150,6 +150,44 @@ def kill_worker_pod(
     return kill_pods(group_selector(lws, group, worker), 1, namespace, None, dry_run, configuration)
 
 
+def restart_patch(pod: Obj, idx: int, now: str) -> list[Obj]:
+    """JSON patch reporting a restart of container `idx`: restartCount + 1, a terminated
+    lastState; `test` ops make it fail on a concurrent change instead of clobbering it."""
+    st = pod["status"]["containerStatuses"][idx]
+    count = int(st.get("restartCount") or 0)
+    started = ((st.get("state") or {}).get("running") or {}).get("startedAt") or now
+    return [
+        {"op": "test", "path": "/metadata/uid", "value": pod["metadata"]["uid"]},
+        {"op": "test", "path": "/status/phase", "value": "Running"},
+        {"op": "test", "path": f"/status/containerStatuses/{idx}/restartCount", "value": count},
+        {"op": "replace", "path": f"/status/containerStatuses/{idx}/restartCount", "value": count + 1},
+        {
+            "op": "add",
+            "path": f"/status/containerStatuses/{idx}/lastState",
+            "value": {"terminated": {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": now}},
+        },
+    ]
+
+
+def failed_status(pod: Obj, now: str) -> Obj:
+    """The pods/status merge patch turning `pod` Failed: every container terminated (exit 1),
+    Ready and ContainersReady False; other conditions and fields untouched."""
+    statuses = [
+        {
+            **c,
+            "ready": False,
+            "started": False,
+            "state": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": now}},
+        }
+        for c in (pod.get("status") or {}).get("containerStatuses") or []
+    ]
+    conds = [
+        {**c, "status": "False", "lastTransitionTime": now} if c["type"] in ("Ready", "ContainersReady") else c
+        for c in (pod.get("status") or {}).get("conditions") or []
+    ]
+    return {"status": {"phase": "Failed", "containerStatuses": statuses, "conditions": conds}}
+
+
 def restart_containers(
     label_selector: str,
     quantity: int | str = 1,
@@ -169,20 +207,7 @@ def restart_containers(
             if idx is None or p["status"].get("phase") != "Running":
                 raise safety.ChaosRefused(f"pod {p['metadata']['name']} has no running container {container or ''}")
             count = int(statuses[idx].get("restartCount") or 0)
-            started = ((statuses[idx].get("state") or {}).get("running") or {}).get("startedAt") or _now()
-            patch = [
-                {"op": "test", "path": "/metadata/uid", "value": p["metadata"]["uid"]},
-                {"op": "test", "path": "/status/phase", "value": "Running"},
-                {"op": "test", "path": f"/status/containerStatuses/{idx}/restartCount", "value": count},
-                {"op": "replace", "path": f"/status/containerStatuses/{idx}/restartCount", "value": count + 1},
-                {
-                    "op": "add",
-                    "path": f"/status/containerStatuses/{idx}/lastState",
-                    "value": {
-                        "terminated": {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": _now()}
-                    },
-                },
-            ]
+            patch = restart_patch(p, idx, _now())
             if not dry_run:
                 _record([p])
                 core.patch_namespaced_pod_status(p["metadata"]["name"], ns, patch, _content_type=JSON_PATCH)
@@ -203,21 +228,7 @@ def fail_pods(
         if not dry_run:
             _record(pods)
         for p in pods if not dry_run else []:
-            statuses = [
-                {
-                    **c,
-                    "ready": False,
-                    "started": False,
-                    "state": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": now}},
-                }
-                for c in (p.get("status") or {}).get("containerStatuses") or []
-            ]
-            conds = [
-                {**c, "status": "False", "lastTransitionTime": now} if c["type"] in ("Ready", "ContainersReady") else c
-                for c in (p.get("status") or {}).get("conditions") or []
-            ]
-            body = {"status": {"phase": "Failed", "containerStatuses": statuses, "conditions": conds}}
-            core.patch_namespaced_pod_status(p["metadata"]["name"], ns, body)
+            core.patch_namespaced_pod_status(p["metadata"]["name"], ns, failed_status(p, now))
         return [_target(p) for p in pods]
 
 

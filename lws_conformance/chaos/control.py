@@ -61,10 +61,11 @@ def after_experiment_control(context: Any, state: Any = None, **kwargs: Any) -> 
         state["status"] = "failed"
 
 
-def settled_diff(kubeconfig: str, before: dict[str, Any], settle: float = SETTLE_SECONDS) -> list[str]:
-    """`state.snapshot_diff(before, now)`, re-taken until empty or `settle` seconds passed
-    (scaled by LWSC_TIMEOUT_SCALE)."""
-    deadline = time.monotonic() + settle * float(os.environ.get("LWSC_TIMEOUT_SCALE") or 1)
+def settled_diff(kubeconfig: str, before: dict[str, Any], settle: float | None = None) -> list[str]:
+    """`state.snapshot_diff(before, now)`, re-taken until empty or `settle` (default
+    SETTLE_SECONDS) seconds passed, scaled by LWSC_TIMEOUT_SCALE."""
+    wait = SETTLE_SECONDS if settle is None else settle
+    deadline = time.monotonic() + wait * float(os.environ.get("LWSC_TIMEOUT_SCALE") or 1)
     while True:
         differs = state.snapshot_diff(before, capture.snapshot(kubeconfig))
         if not differs or time.monotonic() >= deadline:

@@ -35,9 +35,7 @@ STATUS_KEYS = ("capacity", "allocatable", "nodeInfo", "addresses")
 def node_state(node: Obj) -> Obj:
     """The comparable state of a Node (module docstring: what counts, what is ignored)."""
     meta, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
-    taints = sorted(
-        (t.get("key", ""), t.get("value") or "", t.get("effect", "")) for t in spec.get("taints") or []
-    )
+    taints = sorted((t.get("key", ""), t.get("value") or "", t.get("effect", "")) for t in spec.get("taints") or [])
     return {
         "labels": dict(meta.get("labels") or {}),
         "annotations": {k: v for k, v in (meta.get("annotations") or {}).items() if k not in IGNORED_ANNOTATIONS},
@@ -54,7 +52,8 @@ def process_state(argv: list[str] | None, alive: bool, ready: bool | None) -> Ob
 
 
 def diff(before: Any, after: Any, path: str = "") -> list[str]:
-    """Every leaf that differs, as `path: before -> after` (missing keys shown as <absent>)."""
+    """Every leaf that differs, as `path: before -> after` (missing keys shown as <absent>; lists
+    of equal length compared item by item)."""
     if isinstance(before, dict) and isinstance(after, dict):
         out: list[str] = []
         for key in sorted(set(before) | set(after), key=str):
@@ -66,6 +65,8 @@ def diff(before: Any, after: Any, path: str = "") -> list[str]:
             else:
                 out.extend(diff(before[key], after[key], sub))
         return out
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [d for i, (b, a) in enumerate(zip(before, after, strict=True)) for d in diff(b, a, f"{path}[{i}]")]
     return [] if before == after else [f"{path}: {_short(before)} -> {_short(after)}"]
 
 

@@ -144,6 +144,9 @@ class LocalCluster:
                     f"cluster '{self.name}' is running with other versions or topology; "
                     f"run `lwsc down --name {self.name}` first, or use --name for a second cluster"
                 )
+            from .reuse import verify  # checks the reused cluster against its profile (issue 20)
+
+            verify(self, progress)
             progress(f"cluster '{self.name}' is already up")
             return existing
         if self.records() or self.dir.exists():
