@@ -325,6 +325,7 @@ class LocalCluster:
             self._apply(bins["kubectl"], lws_hooks + kueue_hooks)
             self._apply_kueue_topology(bins["kubectl"])
             self._wait_nodes_ready(api, deadline)
+            self._create_nodes(core)  # again: kwok's node-initialize may have written its defaults over ours
             self._wait_default_sa(api, deadline)
         finally:
             api.close()
