@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from ..k8s.client import api_client, to_dict
 from ..k8s.objects import RUN_LABEL
@@ -349,10 +350,38 @@ def _reregister(api: client.ApiClient, core: client.CoreV1Api, node: Obj, kwok: 
         timeout=30,
         field_selector=f"metadata.name={name}",
     )
+    _delete_lease(api, name)
     core.create_node(node_body(node, kwok))  # type: ignore[arg-type]  # the client accepts dicts
     st = node.get("status") or {}
     keep = ("capacity", "allocatable", "conditions", "addresses", "nodeInfo", "daemonEndpoints", "phase")
     core.patch_node_status(name, {"status": {k: st[k] for k in keep if k in st}})
+
+
+def _delete_lease(api: client.ApiClient, name: str) -> None:
+    """Delete the node's heartbeat Lease with the node: kwok v0.8.0 renews an existing Lease
+    without updating its ownerReference (node_lease_controller.go sets it only when empty), so
+    the old one keeps pointing at the deleted Node's uid and the garbage collector removes it
+    under kwok's feet some time later. A fresh Lease gets the new Node as its owner."""
+    try:
+        client.CoordinationV1Api(api).delete_namespaced_lease(name, "kube-node-lease")
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def _wait_lease_owned(api: client.ApiClient, name: str, timeout: float) -> None:
+    """Until kwok holds the node's Lease, owned by the Node as it is now (its current uid)."""
+    uid = client.CoreV1Api(api).read_node(name).metadata.uid  # type: ignore[union-attr]
+    wait_for(
+        api,
+        client.CoordinationV1Api(api).list_namespaced_lease,
+        lambda objs: bool(objs) and [o.get("uid") for o in objs[0]["metadata"].get("ownerReferences") or []] == [uid],
+        what=f"Lease kube-node-lease/{name}",
+        condition=f"owned by node {name} uid {uid} (kwok renewing it)",
+        timeout=timeout,
+        namespace="kube-node-lease",
+        field_selector=f"metadata.name={name}",
+    )
 
 
 # The complete Node each failed node had before its fault, in this process and on disk (the local
@@ -435,6 +464,7 @@ def restore_node(
             timeout=ready_within,
             field_selector=f"metadata.name={name}",
         )
+        _wait_lease_owned(api, name, ready_within)
         core.patch_node_status(name, status_restore_patch(before), _content_type=JSON_PATCH)
         differs = state.diff(state.node_state(before), state.node_state(to_dict(api, core.read_node(name))))
         if differs:

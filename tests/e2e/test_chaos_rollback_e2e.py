@@ -55,7 +55,11 @@ def test_a_standalone_experiment_leaves_every_node_and_process_as_it_was(
 ) -> None:
     kubeconfig = str(private_cluster.kubeconfig)
     node = NODE if experiment == "node-failure" else None
-    env = chaos_target.create(kubeconfig, private_scenario.namespace, "chaos", node)
+    # an LWS name of its own: pods named like those of the previous test's still-terminating
+    # namespace (same LWS name) once kept a group from turning Ready in time here
+    lws = f"chaos-{EXPERIMENTS.index(experiment)}"
+    scale = float(os.environ.get("LWSC_TIMEOUT_SCALE") or 1)
+    env = chaos_target.create(kubeconfig, private_scenario.namespace, lws, node, timeout=120 * scale)
     env["LWSC_DISPOSABLE_CLUSTER"] = private_cluster.name
     before = capture.snapshot(kubeconfig)
     proc = chaos_run(runner.EXPERIMENTS / f"{experiment}.yaml", env, tmp_path / "journal.json")
