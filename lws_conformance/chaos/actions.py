@@ -32,7 +32,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ..k8s.client import api_client, to_dict
 from ..k8s.objects import RUN_LABEL
-from ..k8s.wait import wait_for
+from ..k8s.wait import observe, wait_for
 from ..providers import process
 from ..providers.local import LocalCluster
 from ..providers.nodes import KWOK_ANNOTATION
@@ -451,20 +451,8 @@ def restore_node(
         if not (node["metadata"].get("annotations") or {}).get(KWOK_ANNOTATION[0]):
             _reregister(api, core, before, kwok=True)
         started = time.monotonic()
-        wait_for(
-            api,
-            core.list_node,
-            lambda objs: (
-                bool(objs)
-                and _node_ready(objs[0]) == "True"
-                and not [t for t in objs[0]["spec"].get("taints") or [] if t["key"].startswith("node.kubernetes.io/")]
-            ),
-            what=f"node {name}",
-            condition="Ready=True and untainted after kwok resumed its heartbeat",
-            timeout=ready_within,
-            field_selector=f"metadata.name={name}",
-        )
         _wait_lease_owned(api, name, ready_within)
+        _wait_steadily_ready(api, name, started + ready_within)
         core.patch_node_status(name, status_restore_patch(before), _content_type=JSON_PATCH)
         differs = state.diff(state.node_state(before), state.node_state(to_dict(api, core.read_node(name))))
         if differs:
@@ -475,6 +463,39 @@ def restore_node(
         return {"name": name, "ready_after_s": round(time.monotonic() - started, 1), "pods_reported_ready": revived}
     finally:
         api.close()
+
+
+# KCM's node-monitor-period is 5 s: twice that without a taint or NotReady means KCM has looked at
+# the re-created node with its new Lease (when KCM missed the delete, it first judges the new
+# node by the old one's stale heartbeat and taints it unreachable for a moment).
+STEADY_SECONDS = 10.0
+
+
+def _wait_steadily_ready(api: client.ApiClient, name: str, deadline: float) -> None:
+    """Until node `name` is Ready=True without node.kubernetes.io taints for STEADY_SECONDS on end."""
+    core = client.CoreV1Api(api)
+
+    def bad(objs: list[Obj]) -> str | None:
+        if not objs or _node_ready(objs[0]) != "True":
+            return f"Ready={_node_ready(objs[0]) if objs else 'missing'}"
+        taints = [t["key"] for t in objs[0]["spec"].get("taints") or [] if t["key"].startswith("node.kubernetes.io/")]
+        return f"tainted {taints}" if taints else None
+
+    while True:
+        wait_for(
+            api,
+            core.list_node,
+            lambda objs: not bad(objs),
+            what=f"node {name}",
+            condition="Ready=True and untainted after kwok resumed its heartbeat",
+            timeout=max(1.0, deadline - time.monotonic()),
+            field_selector=f"metadata.name={name}",
+        )
+        seen = observe(api, core.list_node, bad, duration=STEADY_SECONDS, field_selector=f"metadata.name={name}")
+        if not seen:
+            return
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"node {name} did not stay Ready and untainted: {seen}")
 
 
 def _revive_pods(api: client.ApiClient, core: client.CoreV1Api, name: str) -> list[str]:

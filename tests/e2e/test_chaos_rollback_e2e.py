@@ -85,7 +85,8 @@ def test_an_experiment_that_leaves_a_node_changed_fails(
     private_scenario: Scenario, private_cluster: LocalCluster, tmp_path: Path
 ) -> None:
     kubeconfig = str(private_cluster.kubeconfig)
-    exp = runner.load(runner.EXPERIMENTS / "leader-pod-kill.yaml", {"kubeconfig": kubeconfig})
+    cfg = {"kubeconfig": kubeconfig, "namespace": private_scenario.namespace}
+    exp = runner.load(runner.EXPERIMENTS / "leader-pod-kill.yaml", cfg)
     del exp["steady-state-hypothesis"]
     exp["method"] = [
         {
