@@ -45,6 +45,15 @@ def create(kubeconfig: str, namespace: str, name: str, node: str | None, timeout
             except ApiException as exc:
                 msg = f"node {node} not found; pick one from `kubectl get nodes -l lwsc.x-k8s.io/managed`"
                 raise UserError(msg) from exc
+        wait_for(  # a namespace still terminating (e.g. just after `lwsc cleanup`) is gone first
+            api,
+            core.list_namespace,
+            lambda objs: not [o for o in objs if o["metadata"].get("deletionTimestamp")],
+            what=f"namespace {namespace}",
+            condition="not terminating",
+            timeout=timeout,
+            field_selector=f"metadata.name={namespace}",
+        )
         try:
             core.create_namespace(
                 client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace, labels={RUN_LABEL: TARGET_RUN}))
