@@ -474,6 +474,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 1 if doc.get("totals", {}).get("failed") else 0
 
 
+def cmd_chaos_target(args: argparse.Namespace) -> int:
+    """Namespace + LWS for the standalone chaos/ experiments; prints the env `chaos run` reads."""
+    from .chaos_target import create
+
+    cluster = _cluster(args)
+    if not cluster.running():
+        raise UserError(f"cluster '{args.name}' is not up; run `lwsc up` first")
+    env = create(str(cluster.kubeconfig), args.namespace, args.lws, args.node)
+    env["LWSC_DISPOSABLE_CLUSTER"] = args.name  # process and node faults need this opt-in
+    print(" ".join(f"{k}={v}" for k, v in env.items()))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lwsc", description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--version", action=_Version, help="print the harness version and commit, then exit")
@@ -551,6 +564,10 @@ def parser() -> argparse.ArgumentParser:
     _cluster_args(clean)
     clean.add_argument("--run-id", help="the run whose objects to delete")
     clean.add_argument("--all", action="store_true", help="every harness run's objects")
+    tgt = sub.add_parser("chaos-target", help="create the namespace and LWS chaos/ experiments act on; print env")
+    tgt.add_argument("--namespace", default="lwsc-chaos", help="namespace (gets the run label; default lwsc-chaos)")
+    tgt.add_argument("--lws", default="chaos", help="LWS name (default chaos, the experiments' default)")
+    tgt.add_argument("--node", help="pin one group of 2 pods to this node (for chaos/node-failure.yaml)")
     mat = sub.add_parser("matrix", help="run the suites against several LWS / Kueue versions; print a table")
     mat.add_argument("--lws", required=True, help="comma-separated LWS versions, e.g. v0.8.0,v0.9.0")
     mat.add_argument("--kueue", help="comma-separated Kueue versions (default: the profile's)")
@@ -608,6 +625,7 @@ def main(argv: list[str] | None = None) -> int:
         "cleanup": cmd_cleanup,
         "matrix": cmd_matrix,
         **EXTRA_HANDLERS,
+        "chaos-target": cmd_chaos_target,
     }
     try:
         return handlers[args.command](args)

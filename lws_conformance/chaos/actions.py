@@ -18,6 +18,7 @@ on the local cluster).
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -27,14 +28,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from ..k8s.client import api_client, to_dict
 from ..k8s.objects import RUN_LABEL
-from ..k8s.wait import wait_for
+from ..k8s.wait import observe, wait_for
 from ..providers import process
 from ..providers.local import LocalCluster
 from ..providers.nodes import KWOK_ANNOTATION
-from . import safety
+from . import capture, safety, state
 
 Obj = dict[str, Any]
 Configuration = dict[str, Any] | None
@@ -149,6 +151,44 @@ def kill_worker_pod(
     return kill_pods(group_selector(lws, group, worker), 1, namespace, None, dry_run, configuration)
 
 
+def restart_patch(pod: Obj, idx: int, now: str) -> list[Obj]:
+    """JSON patch reporting a restart of container `idx`: restartCount + 1, a terminated
+    lastState; `test` ops make it fail on a concurrent change instead of clobbering it."""
+    st = pod["status"]["containerStatuses"][idx]
+    count = int(st.get("restartCount") or 0)
+    started = ((st.get("state") or {}).get("running") or {}).get("startedAt") or now
+    return [
+        {"op": "test", "path": "/metadata/uid", "value": pod["metadata"]["uid"]},
+        {"op": "test", "path": "/status/phase", "value": "Running"},
+        {"op": "test", "path": f"/status/containerStatuses/{idx}/restartCount", "value": count},
+        {"op": "replace", "path": f"/status/containerStatuses/{idx}/restartCount", "value": count + 1},
+        {
+            "op": "add",
+            "path": f"/status/containerStatuses/{idx}/lastState",
+            "value": {"terminated": {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": now}},
+        },
+    ]
+
+
+def failed_status(pod: Obj, now: str) -> Obj:
+    """The pods/status merge patch turning `pod` Failed: every container terminated (exit 1),
+    Ready and ContainersReady False; other conditions and fields untouched."""
+    statuses = [
+        {
+            **c,
+            "ready": False,
+            "started": False,
+            "state": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": now}},
+        }
+        for c in (pod.get("status") or {}).get("containerStatuses") or []
+    ]
+    conds = [
+        {**c, "status": "False", "lastTransitionTime": now} if c["type"] in ("Ready", "ContainersReady") else c
+        for c in (pod.get("status") or {}).get("conditions") or []
+    ]
+    return {"status": {"phase": "Failed", "containerStatuses": statuses, "conditions": conds}}
+
+
 def restart_containers(
     label_selector: str,
     quantity: int | str = 1,
@@ -168,20 +208,7 @@ def restart_containers(
             if idx is None or p["status"].get("phase") != "Running":
                 raise safety.ChaosRefused(f"pod {p['metadata']['name']} has no running container {container or ''}")
             count = int(statuses[idx].get("restartCount") or 0)
-            started = ((statuses[idx].get("state") or {}).get("running") or {}).get("startedAt") or _now()
-            patch = [
-                {"op": "test", "path": "/metadata/uid", "value": p["metadata"]["uid"]},
-                {"op": "test", "path": "/status/phase", "value": "Running"},
-                {"op": "test", "path": f"/status/containerStatuses/{idx}/restartCount", "value": count},
-                {"op": "replace", "path": f"/status/containerStatuses/{idx}/restartCount", "value": count + 1},
-                {
-                    "op": "add",
-                    "path": f"/status/containerStatuses/{idx}/lastState",
-                    "value": {
-                        "terminated": {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": _now()}
-                    },
-                },
-            ]
+            patch = restart_patch(p, idx, _now())
             if not dry_run:
                 _record([p])
                 core.patch_namespaced_pod_status(p["metadata"]["name"], ns, patch, _content_type=JSON_PATCH)
@@ -202,21 +229,7 @@ def fail_pods(
         if not dry_run:
             _record(pods)
         for p in pods if not dry_run else []:
-            statuses = [
-                {
-                    **c,
-                    "ready": False,
-                    "started": False,
-                    "state": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": now}},
-                }
-                for c in (p.get("status") or {}).get("containerStatuses") or []
-            ]
-            conds = [
-                {**c, "status": "False", "lastTransitionTime": now} if c["type"] in ("Ready", "ContainersReady") else c
-                for c in (p.get("status") or {}).get("conditions") or []
-            ]
-            body = {"status": {"phase": "Failed", "containerStatuses": statuses, "conditions": conds}}
-            core.patch_namespaced_pod_status(p["metadata"]["name"], ns, body)
+            core.patch_namespaced_pod_status(p["metadata"]["name"], ns, failed_status(p, now))
         return [_target(p) for p in pods]
 
 
@@ -260,13 +273,8 @@ def fail_nodes(
         try:
             for n in chosen:
                 name = n["metadata"]["name"]
-                capacity = dict((n.get("status") or {}).get("capacity") or {})
-                allocatable = dict((n.get("status") or {}).get("allocatable") or {})
-                safety.applied(
-                    f"node/{name}",
-                    f"node {name} not heartbeating",
-                    _node_undo(name, capacity, allocatable, configuration),
-                )
+                _remember_node(n, configuration)
+                safety.applied(f"node/{name}", f"node {name} not heartbeating", _node_undo(name, configuration))
                 _reregister(api, core, n, kwok=False)
                 out.append({"name": name, "stopped_at": time.monotonic()})
             for t in out:
@@ -296,6 +304,32 @@ def _disposable(configuration: Configuration) -> None:
     safety.local_cluster(kubeconfig_of(configuration), (configuration or {}).get("lwsc_disposable_cluster"))
 
 
+def node_body(node: Obj, kwok: bool) -> Obj:
+    """The Node to create for `node` (its labels, annotations and whole spec), managed by kwok or
+    not (the kwok annotation added or removed)."""
+    meta = node["metadata"]
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != KWOK_ANNOTATION[0]}
+    if kwok:
+        annotations[KWOK_ANNOTATION[0]] = KWOK_ANNOTATION[1]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": meta["name"], "labels": dict(meta.get("labels") or {}), "annotations": annotations},
+        "spec": dict(node.get("spec") or {}),
+    }
+
+
+STATUS_RESTORED = ("capacity", "allocatable", "nodeInfo", "addresses")
+
+
+def status_restore_patch(before: Obj) -> list[Obj]:
+    """JSON patch replacing the status fields a returning node must have exactly as before (kwok's
+    node-initialize stage fills missing ones with its defaults: cpu 1k, memory 1Ti, pods 1M,
+    kubelet kwok-<version>); `replace` drops keys kwok added, a merge patch would keep them."""
+    st = before.get("status") or {}
+    return [{"op": "add", "path": f"/status/{k}", "value": st[k]} for k in STATUS_RESTORED if k in st]
+
+
 def _reregister(api: client.ApiClient, core: client.CoreV1Api, node: Obj, kwok: bool) -> None:
     """Hand a node to kwok (`kwok=True`) or take it away, so nobody renews its Lease any more.
 
@@ -303,19 +337,9 @@ def _reregister(api: client.ApiClient, core: client.CoreV1Api, node: Obj, kwok: 
     without releasing or taking the node's lease hold (pkg/utils/informer skips filtered
     Modified events), so toggling the annotation alone changes nothing. Only Deleted / Added
     events do: the Node object is deleted and re-created at once, with or without the
-    annotation, with the same labels, capacity and conditions. Its pods stay bound (pod GC
-    quarantines pods of a missing node for 40 s, and the node is back within a second)."""
+    annotation, with the same labels, annotations, spec and status (`node_body`). Its pods stay
+    bound (pod GC quarantines pods of a missing node for 40 s, and the node is back within a second)."""
     name = node["metadata"]["name"]
-    meta = node["metadata"]
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != KWOK_ANNOTATION[0]}
-    if kwok:
-        annotations[KWOK_ANNOTATION[0]] = KWOK_ANNOTATION[1]
-    body = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": meta.get("labels") or {}, "annotations": annotations},
-        "spec": {k: v for k, v in (node.get("spec") or {}).items() if k in ("providerID", "podCIDR", "podCIDRs")},
-    }
     core.delete_node(name)
     wait_for(
         api,
@@ -326,14 +350,77 @@ def _reregister(api: client.ApiClient, core: client.CoreV1Api, node: Obj, kwok: 
         timeout=30,
         field_selector=f"metadata.name={name}",
     )
-    core.create_node(body)  # type: ignore[arg-type]  # the client accepts dicts
+    _delete_lease(api, name)
+    core.create_node(node_body(node, kwok))  # type: ignore[arg-type]  # the client accepts dicts
     st = node.get("status") or {}
-    keep = ("capacity", "allocatable", "conditions", "addresses", "nodeInfo", "daemonEndpoints")
+    keep = ("capacity", "allocatable", "conditions", "addresses", "nodeInfo", "daemonEndpoints", "phase")
     core.patch_node_status(name, {"status": {k: st[k] for k in keep if k in st}})
 
 
-def _node_undo(name: str, capacity: dict[str, str], allocatable: dict[str, str], configuration: Configuration) -> Any:
-    return lambda: restore_node(name, capacity, allocatable, configuration=configuration)
+def _delete_lease(api: client.ApiClient, name: str) -> None:
+    """Delete the node's heartbeat Lease with the node: kwok v0.8.0 renews an existing Lease
+    without updating its ownerReference (node_lease_controller.go sets it only when empty), so
+    the old one keeps pointing at the deleted Node's uid and the garbage collector removes it
+    under kwok's feet some time later. A fresh Lease gets the new Node as its owner."""
+    try:
+        client.CoordinationV1Api(api).delete_namespaced_lease(name, "kube-node-lease")
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def _wait_lease_owned(api: client.ApiClient, name: str, timeout: float) -> None:
+    """Until kwok holds the node's Lease, owned by the Node as it is now (its current uid)."""
+    uid = client.CoreV1Api(api).read_node(name).metadata.uid  # type: ignore[union-attr]
+    wait_for(
+        api,
+        client.CoordinationV1Api(api).list_namespaced_lease,
+        lambda objs: bool(objs) and [o.get("uid") for o in objs[0]["metadata"].get("ownerReferences") or []] == [uid],
+        what=f"Lease kube-node-lease/{name}",
+        condition=f"owned by node {name} uid {uid} (kwok renewing it)",
+        timeout=timeout,
+        namespace="kube-node-lease",
+        field_selector=f"metadata.name={name}",
+    )
+
+
+# The complete Node each failed node had before its fault, in this process and on disk (the local
+# cluster's state directory), so `restore_node` restores it exactly even from another process.
+_NODE_BEFORE: dict[str, Obj] = {}
+
+
+def _prior_file(name: str, configuration: Configuration) -> Any:
+    cluster = safety.local_cluster_of(kubeconfig_of(configuration))
+    return cluster.dir / "chaos" / f"node-{name}.json" if cluster else None
+
+
+def _remember_node(node: Obj, configuration: Configuration) -> None:
+    name = node["metadata"]["name"]
+    if name in _NODE_BEFORE:
+        return  # already failed: keep the state from before the first fault
+    _NODE_BEFORE[name] = node
+    path = _prior_file(name, configuration)
+    if path and not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(node))
+
+
+def _prior_node(name: str, configuration: Configuration) -> Obj | None:
+    if name in _NODE_BEFORE:
+        return _NODE_BEFORE[name]
+    path = _prior_file(name, configuration)
+    return json.loads(path.read_text()) if path and path.is_file() else None
+
+
+def _forget_node(name: str, configuration: Configuration) -> None:
+    _NODE_BEFORE.pop(name, None)
+    path = _prior_file(name, configuration)
+    if path:
+        path.unlink(missing_ok=True)
+
+
+def _node_undo(name: str, configuration: Configuration) -> Any:
+    return lambda: restore_node(name, configuration=configuration)
 
 
 def restore_node(
@@ -343,64 +430,102 @@ def restore_node(
     ready_within: float = 60,
     configuration: Configuration = None,
 ) -> Obj:
-    """Bring a failed node back: kwok manages it again (heartbeat, Ready), its extended-resource
-    capacity is re-asserted (a re-registering kubelet may zero it), and its pods are reported
-    Ready again, as a returning kubelet would (kwok's stages only ready Pending pods)."""
+    """Bring a failed node back exactly as it was before `fail_nodes` (its recorded Node: labels,
+    annotations, spec, capacity, allocatable, node info, addresses, conditions), managed by kwok
+    again (heartbeat, Ready); then its pods are reported Ready again, as a returning kubelet would
+    (kwok's stages only ready Pending pods). Fails if the node then differs from before in
+    anything `state.node_state` compares. `capacity`/`allocatable` only matter for a node failed
+    by another process whose record is gone (they override what the node shows now)."""
     _disposable(configuration)
     api = api_client(kubeconfig_of(configuration))
     core = client.CoreV1Api(api)
     try:
         node = to_dict(api, core.read_node(name))
         safety.check_nodes([node])
-        ours = {n.metadata.name for n in core.list_namespace(label_selector=RUN_LABEL).items if n.metadata}
-        if not (node["metadata"].get("annotations") or {}).get(KWOK_ANNOTATION[0]):
+        before = _prior_node(name, configuration)
+        if before is None:
+            before = node
             for key, value in (("capacity", capacity), ("allocatable", allocatable)):
                 if value:
-                    node.setdefault("status", {})[key] = value
-            _reregister(api, core, node, kwok=True)
+                    before.setdefault("status", {})[key] = value
+        if not (node["metadata"].get("annotations") or {}).get(KWOK_ANNOTATION[0]):
+            _reregister(api, core, before, kwok=True)
         started = time.monotonic()
-        wait_for(
-            api,
-            core.list_node,
-            lambda objs: (
-                bool(objs)
-                and _node_ready(objs[0]) == "True"
-                and not [t for t in objs[0]["spec"].get("taints") or [] if t["key"].startswith("node.kubernetes.io/")]
-            ),
-            what=f"node {name}",
-            condition="Ready=True and untainted after kwok resumed its heartbeat",
-            timeout=ready_within,
-            field_selector=f"metadata.name={name}",
-        )
-        if capacity or allocatable:
-            core.patch_node_status(name, {"status": {"capacity": capacity or {}, "allocatable": allocatable or {}}})
-        now = _now()
-        revived = []
-        for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}").items:
-            pod = to_dict(api, p)
-            st = pod.get("status") or {}
-            if pod["metadata"]["namespace"] not in ours:  # never another user's pods
-                continue
-            if pod["metadata"].get("deletionTimestamp") or st.get("phase") != "Running":
-                continue
-            conds = st.get("conditions") or []
-            if all(c.get("status") == "True" for c in conds if c["type"] in ("Ready", "ContainersReady")):
-                continue
-            conds = [
-                {**c, "status": "True", "lastTransitionTime": now} if c["type"] in ("Ready", "ContainersReady") else c
-                for c in conds
-            ]
-            statuses = [{**c, "ready": True} for c in st.get("containerStatuses") or []]
-            core.patch_namespaced_pod_status(
-                pod["metadata"]["name"],
-                pod["metadata"]["namespace"],
-                {"status": {"conditions": conds, "containerStatuses": statuses}},
-            )
-            revived.append(pod["metadata"]["name"])
+        _wait_lease_owned(api, name, ready_within)
+        _wait_steadily_ready(api, name, started + ready_within)
+        core.patch_node_status(name, status_restore_patch(before), _content_type=JSON_PATCH)
+        differs = state.diff(state.node_state(before), state.node_state(to_dict(api, core.read_node(name))))
+        if differs:
+            raise RuntimeError(f"node {name} restored but differs from before its fault: {'; '.join(differs)}")
+        revived = _revive_pods(api, core, name)
+        _forget_node(name, configuration)
         safety.restored(f"node/{name}")
         return {"name": name, "ready_after_s": round(time.monotonic() - started, 1), "pods_reported_ready": revived}
     finally:
         api.close()
+
+
+# KCM's node-monitor-period is 5 s: twice that without a taint or NotReady means KCM has looked at
+# the re-created node with its new Lease (when KCM missed the delete, it first judges the new
+# node by the old one's stale heartbeat and taints it unreachable for a moment).
+STEADY_SECONDS = 10.0
+
+
+def _wait_steadily_ready(api: client.ApiClient, name: str, deadline: float) -> None:
+    """Until node `name` is Ready=True without node.kubernetes.io taints for STEADY_SECONDS on end."""
+    core = client.CoreV1Api(api)
+
+    def bad(objs: list[Obj]) -> str | None:
+        if not objs or _node_ready(objs[0]) != "True":
+            return f"Ready={_node_ready(objs[0]) if objs else 'missing'}"
+        taints = [t["key"] for t in objs[0]["spec"].get("taints") or [] if t["key"].startswith("node.kubernetes.io/")]
+        return f"tainted {taints}" if taints else None
+
+    while True:
+        wait_for(
+            api,
+            core.list_node,
+            lambda objs: not bad(objs),
+            what=f"node {name}",
+            condition="Ready=True and untainted after kwok resumed its heartbeat",
+            timeout=max(1.0, deadline - time.monotonic()),
+            field_selector=f"metadata.name={name}",
+        )
+        seen = observe(api, core.list_node, bad, duration=STEADY_SECONDS, field_selector=f"metadata.name={name}")
+        if not seen:
+            return
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"node {name} did not stay Ready and untainted: {seen}")
+
+
+def _revive_pods(api: client.ApiClient, core: client.CoreV1Api, name: str) -> list[str]:
+    """Report the Running pods of harness namespaces on node `name` Ready again (never another
+    user's pods); returns their names."""
+    ours = {n.metadata.name for n in core.list_namespace(label_selector=RUN_LABEL).items if n.metadata}
+    now = _now()
+    revived = []
+    for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}").items:
+        pod = to_dict(api, p)
+        st = pod.get("status") or {}
+        if pod["metadata"]["namespace"] not in ours:
+            continue
+        if pod["metadata"].get("deletionTimestamp") or st.get("phase") != "Running":
+            continue
+        conds = st.get("conditions") or []
+        if all(c.get("status") == "True" for c in conds if c["type"] in ("Ready", "ContainersReady")):
+            continue
+        conds = [
+            {**c, "status": "True", "lastTransitionTime": now} if c["type"] in ("Ready", "ContainersReady") else c
+            for c in conds
+        ]
+        statuses = [{**c, "ready": True} for c in st.get("containerStatuses") or []]
+        core.patch_namespaced_pod_status(
+            pod["metadata"]["name"],
+            pod["metadata"]["namespace"],
+            {"status": {"conditions": conds, "containerStatuses": statuses}},
+        )
+        revived.append(pod["metadata"]["name"])
+    return revived
 
 
 # -- process faults (local provider, private or explicitly disposable cluster only) ----------
@@ -421,6 +546,7 @@ def stop_component(
     cluster = _cluster(configuration, component)
     if dry_run:
         return {"component": component, "cluster": cluster.name, "dry_run": True}
+    _PROCESS_BEFORE.setdefault((cluster.name, component), capture.processes(cluster.kubeconfig).get(component) or {})
     safety.applied(
         f"process/{cluster.name}/{component}",
         f"{component} stopped on {cluster.name}",
@@ -437,10 +563,20 @@ def stop_component(
     return {"component": component, "cluster": cluster.name, "down_s": round(time.monotonic() - started, 1)}
 
 
+# Each stopped process's state before its fault (command line, running, healthy), to verify the
+# restart: `LocalCluster.start_component` reuses the saved argv, this proves it is the same one.
+_PROCESS_BEFORE: dict[tuple[str, str], Obj] = {}
+
+
 def _start(cluster: LocalCluster, component: str) -> None:
     if not any(r.name == component and _alive(r) for r in cluster.records()):
         cluster.start_component(component)
     safety.restored(f"process/{cluster.name}/{component}")
+    before = _PROCESS_BEFORE.pop((cluster.name, component), None)
+    if before:
+        differs = state.diff(before, capture.processes(cluster.kubeconfig).get(component) or {})
+        if differs:
+            raise RuntimeError(f"{component} restarted but differs from before its fault: {'; '.join(differs)}")
 
 
 def _alive(rec: process.ProcRecord) -> bool:

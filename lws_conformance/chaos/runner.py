@@ -82,6 +82,7 @@ def problems(journal: Journal) -> list[str]:
                 exc = "".join(p.get("exception") or [])[-400:]
                 out.append(f"{phase} probe {p['activity']['name']} not met: {exc or p.get('output')}")
     out.extend(f"could not undo {e}" for e in journal.get("lwsc_undo_errors") or [])
+    out.extend(f"cluster differs from before the experiment: {d}" for d in journal.get("lwsc_state_diff") or [])
     return out
 
 

@@ -108,20 +108,29 @@ def local_cluster(kubeconfig: str | Path, disposable: str | None = None) -> Loca
 
     The kubeconfig must be `<state root>/<name>/kubeconfig` of a harness cluster with pid
     records; the name must be `private-*` or equal `disposable` (an explicit opt-in)."""
-    path = Path(kubeconfig).resolve()
-    cluster_dir = path.parent
-    if path.name != "kubeconfig" or cluster_dir.parent != state_root().resolve() or not (cluster_dir / "pids").is_dir():
+    cluster = local_cluster_of(kubeconfig)
+    if cluster is None:
         raise ChaosRefused(f"{kubeconfig} is not a local lwsc cluster: process faults need the local provider")
-    name = cluster_dir.name
+    name = cluster.name
     if not (name.startswith(PRIVATE_PREFIX) or (disposable and name == disposable)):
         raise ChaosRefused(
             f"refusing a process fault on cluster '{name}': only private-* clusters, or the one named by "
             "the lwsc_disposable_cluster configuration key, may have their processes stopped"
         )
+    return cluster
+
+
+def local_cluster_of(kubeconfig: str | Path) -> LocalCluster | None:
+    """The local lwsc cluster `kubeconfig` belongs to (`<state root>/<name>/kubeconfig` with pid
+    records), or None: for reading its processes' state, which any cluster allows."""
+    path = Path(kubeconfig).resolve()
+    cluster_dir = path.parent
+    if path.name != "kubeconfig" or cluster_dir.parent != state_root().resolve() or not (cluster_dir / "pids").is_dir():
+        return None
     server = yaml.safe_load(path.read_text())["clusters"][0]["cluster"]["server"]
     base_port = (urlparse(server).port or 0) - PORT_OFFSETS["kube-apiserver"]
     profile = load_profile("default", [f"network.base_port={base_port}"])
-    return LocalCluster(profile, name=name)
+    return LocalCluster(profile, name=cluster_dir.name)
 
 
 def check_component(cluster: LocalCluster, component: str) -> None:

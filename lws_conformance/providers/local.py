@@ -153,6 +153,9 @@ class LocalCluster:
                     f"cluster '{self.name}' is running with other versions or topology; "
                     f"run `lwsc down --name {self.name}` first, or use --name for a second cluster"
                 )
+            from .reuse import verify  # checks the reused cluster against its profile (issue 20)
+
+            verify(self, progress)
             progress(f"cluster '{self.name}' is already up")
             return existing
         if self.records() or self.dir.exists():
@@ -193,6 +196,30 @@ class LocalCluster:
         argv = yaml.safe_load(argv_file.read_text())
         rec = process.start(component, argv, self.log(component), self.pid_dir)
         self._wait_component(rec, time.monotonic() + self.profile.ready_seconds)
+
+    def healthy(self, component: str, within: float = 2.0) -> bool:
+        """True if `component` runs and its health endpoint answers (kwok: runs) within `within` s."""
+        recs = [r for r in self.records() if r.name == component]
+        if not recs or not process.alive(recs[0]):
+            return False
+        if component == "kwok":
+            return True
+        url, ctx, expect = self._health_url(component)
+        try:
+            process.wait_healthy(recs[0], url, time.monotonic() + within, ctx=ctx, expect=expect)
+        except UserError:
+            return False
+        return True
+
+    def saved_argv(self, component: str) -> list[str] | None:
+        """The command line this cluster started `component` with (what a restart reuses)."""
+        argv_file = self.dir / "argv" / f"{component}.yaml"
+        return yaml.safe_load(argv_file.read_text()) if argv_file.is_file() else None
+
+    def installed_manifests(self, component: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(CRDs, webhook configurations) of `component` as this cluster installs them (cached render)."""
+        kubectl = bincache.cache_root() / "bin" / "kubernetes" / self.profile.versions["kubernetes"] / "kubectl"
+        return self._manifests(kubectl, component, pki.Pki.at(self.dir / "pki").ca_crt.read_bytes())
 
     # -- internals ----------------------------------------------------------------------
 
@@ -308,6 +335,7 @@ class LocalCluster:
             self._apply(bins["kubectl"], lws_hooks + kueue_hooks)
             self._apply_kueue_topology(bins["kubectl"])
             self._wait_nodes_ready(api, deadline)
+            self._create_nodes(core)  # again: kwok's node-initialize may have written its defaults over ours
             self._wait_default_sa(api, deadline)
         finally:
             api.close()
