@@ -126,8 +126,9 @@ def build(component: str, version: str, source: str | None, progress: Progress) 
     out = cache.bin_dir(component, version, source)
     key = out.name
     with cache.locked(f"{component}-{key}"):
-        if not source and all((out / b).is_file() for b in recipe.binaries):
-            return out
+        snapshot = bool(source) and Path(str(source)).resolve().parent == (cache.cache_root() / "src").resolve()
+        if (not source or snapshot) and all((out / b).is_file() for b in recipe.binaries):
+            return out  # a module version, or a git snapshot (immutable: keyed by commit)
         go = go_binary()
         work = cache.build_dir(component, key)
         work.mkdir(parents=True, exist_ok=True)
