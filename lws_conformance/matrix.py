@@ -8,7 +8,9 @@ broke before writing one shows as `no-summary` rather than as a column of fake v
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,11 +35,17 @@ class Cell:
 
     @property
     def label(self) -> str:
-        return " ".join(f"{c} {v}" for c, v in self.versions.items())
+        return " ".join(f"{c} {'@' + v.rpartition('@')[2] if is_ref(v) else v}" for c, v in self.versions.items())
 
     @property
     def overrides(self) -> list[str]:
-        return [*(f"versions.{c}={v}" for c, v in self.versions.items()), f"network.base_port={self.base_port}"]
+        pins = [f"{'sources' if is_ref(v) else 'versions'}.{c}={v}" for c, v in self.versions.items()]
+        return [*pins, f"network.base_port={self.base_port}"]
+
+
+def is_ref(item: str) -> bool:
+    """A git `DIR@REF` cell (built from that snapshot) rather than a module version."""
+    return not VERSION.match(item) and "@" in item
 
 
 @dataclass
@@ -85,8 +93,8 @@ def parse_versions(text: str | None, flag: str) -> list[str]:
     """`v0.8.0,v0.9.0` -> a list; every item must look like a version."""
     items = [v.strip() for v in (text or "").split(",") if v.strip()]
     for v in items:
-        if not VERSION.match(v):
-            raise UserError(f"{flag}: '{v}' is not a version like v0.9.0 (give a comma-separated list)")
+        if not VERSION.match(v) and not is_ref(v):
+            raise UserError(f"{flag}: '{v}' is not a version like v0.9.0 or a git DIR@REF (comma-separated)")
     if len(set(items)) != len(items):
         raise UserError(f"{flag}: a version is listed twice")
     return items
@@ -100,7 +108,8 @@ def cells(lws: list[str], kueue: list[str], base_port: int = MATRIX_BASE_PORT) -
     out = []
     for i, (lv, kv) in enumerate((lv, kv) for lv in lws for kv in kueues):
         versions = {"lws": lv} | ({"kueue": kv} if kv else {})
-        name = "matrix-" + "-".join(f"{c}{v}".replace(".", "-") for c, v in versions.items())
+        short = {c: v.rpartition("@")[2] if is_ref(v) else v for c, v in versions.items()}
+        name = "matrix-" + "-".join(re.sub(r"[^A-Za-z0-9-]", "-", f"{c}{v}") for c, v in short.items())
         out.append(Cell(versions, name, base_port + PORT_STRIDE * i))
     return out
 
@@ -217,9 +226,39 @@ def render_md(m: Matrix) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_html(m: Matrix) -> str:
+    """`index.html`: the version x requirement grid, each cell linking to that column's report."""
+    e = html.escape
+    head = "".join(
+        f"<th><a href='{e(Path(c.run_dir).name)}/index.html'>{e(c.label)}</a><br>"
+        f"{e(' '.join(f'{k} {v}' for k, v in c.versions.items()))}<br>exit {c.exit_code}</th>"
+        for c in m.columns
+    )
+    body = []
+    for r in m.rows:
+        verdict = {c.label: e(r.verdicts[c.label]) for c in m.columns}
+        tds = "".join(
+            f"<td class='{verdict[c.label]}' title='{e(r.details.get(c.label, ''))}'>{verdict[c.label]}</td>"
+            for c in m.columns
+        )
+        since = e(", ".join(f"{k} {v}" for k, v in r.since.items()))
+        body.append(f"<tr class='{'differs' if r.differs else ''}'><th>{e(r.id)}</th><td>{since}</td>{tds}</tr>")
+    style = (
+        "td,th{border:1px solid #ccc;padding:2px 6px;font:13px sans-serif}.passed{background:#dfd}"
+        ".failed{background:#fbb}.warning{background:#ffd}.known-deviation{background:#fdb}"
+        "tr.differs th{font-weight:bold;color:#a40}"
+    )
+    return (
+        f"<!doctype html><meta charset='utf-8'><title>lws-conformance matrix</title><style>{style}</style>"
+        f"<h1>Version matrix</h1><p>{len(m.differing())} requirement(s) differ between columns (marked).</p>"
+        f"<table><tr><th>requirement</th><th>since</th>{head}</tr>{''.join(body)}</table>"
+    )
+
+
 def write(out: Path, m: Matrix) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     md, js = out / "matrix.md", out / "matrix.json"
+    (out / "index.html").write_text(render_html(m))
     md.write_text(render_md(m))
     js.write_text(json.dumps(m.to_dict(), indent=2))
     return md, js

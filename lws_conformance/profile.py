@@ -17,6 +17,7 @@ import yaml
 
 from . import resources
 from .errors import UserError
+from .gitsource import resolve as resolve_source
 
 PROFILES_DIR = resources.fixtures() / "profiles"
 COMPONENTS = ("etcd", "kubernetes", "kwok", "lws", "kueue")
@@ -31,7 +32,7 @@ BINARIES = (
     "kueue",
 )
 PROVIDERS = ("local", "kind", "existing")
-VERSION = re.compile(r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")  # a module version like v1.2.3
+VERSION = re.compile(r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.@-]+)?$")  # v1.2.3, or v0.10.0+main@060ab4d
 
 
 @dataclass(frozen=True)
@@ -144,11 +145,14 @@ def load_profile(name: str = "default", overrides: list[str] | None = None) -> P
     """Load, merge and validate a profile; every problem is a one-line `UserError`."""
     schema = _read("default")
     data = _merge(schema, _read(name)) if name != "default" else copy.deepcopy(schema)
+    explicit = set(_read(name).get("versions") or {}) if name != "default" else set()
     for assignment in overrides or []:
         _apply_set(data, assignment)
+        if assignment.startswith("versions."):
+            explicit.add(assignment.partition("=")[0].strip().removeprefix("versions."))
     _check_keys(data, schema, "")
     try:
-        return _build(name, data)
+        return _build(name, data, explicit)
     except (TypeError, ValueError) as exc:
         raise UserError(f"profile '{name}': {exc}") from None
 
@@ -160,12 +164,17 @@ def _positive(data: dict[str, Any], key: str) -> int:
     return value
 
 
-def _build(name: str, data: dict[str, Any]) -> Profile:
+def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) -> Profile:
     versions = {k: str(v) for k, v in data["versions"].items()}
     for comp, ver in versions.items():
         if not VERSION.match(ver):
             raise ValueError(f"versions.{comp}={ver!r} is not a version like v1.2.3")
-    for kind in ("sources", "binaries"):
+    sources = {k: (str(v) if v else None) for k, v in data["sources"].items()}
+    for comp, spec in sources.items():
+        if spec:  # a git DIR@REF or a checkout: build that tree, report its real version
+            found = resolve_source(comp, spec, versions[comp], comp in (explicit or set()))
+            sources[comp], versions[comp] = str(found.path), found.version
+    for kind in ("binaries",):
         for comp, path in data[kind].items():
             if path is not None and not Path(str(path)).exists():
                 raise ValueError(f"{kind}.{comp}={path} does not exist; give an existing path")
@@ -195,7 +204,7 @@ def _build(name: str, data: dict[str, Any]) -> Profile:
     return Profile(
         name=name,
         versions=versions,
-        sources={k: (str(v) if v else None) for k, v in data["sources"].items()},
+        sources=sources,
         binaries={k: (str(v) if v else None) for k, v in data["binaries"].items()},
         topology=topology,
         kueue_topology_name=str(data["kueue"]["topology_name"]),

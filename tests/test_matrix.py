@@ -115,3 +115,18 @@ def test_failure_detail_comes_from_junit_message_not_the_report_preamble(tmp_pat
     col = matrix.load_column(plan[0], run_dir, 1)
     assert col.details["LWS-STATUS-001"] == "WaitTimeout: timed out after 60s waiting for LeaderWorkerSet ns/st"
     assert matrix.headline("[gw0] linux\nscenario = x\nE   AssertionError: boom\nE   more") == "AssertionError: boom"
+
+
+def test_git_ref_cells_build_from_snapshots_and_render_one_html_grid(tmp_path: Path) -> None:
+    repo = "/mirrors/lws.git"
+    assert matrix.parse_versions(f"v0.9.0,{repo}@v0.10.0,{repo}@main", "--lws")[2] == f"{repo}@main"
+    plan = matrix.cells(["v0.9.0", f"{repo}@main"], ["v0.17.0"])
+    assert plan[1].overrides[:2] == [f"sources.lws={repo}@main", "versions.kueue=v0.17.0"]
+    assert plan[1].name == "matrix-lwsmain-kueuev0-17-0" and plan[1].label == "lws @main kueue v0.17.0"
+    summary(tmp_path / plan[0].name, {"lws": "v0.9.0"}, {"LWS-SUBGROUP-001": ("known-deviation", "lws#917")})
+    summary(tmp_path / plan[1].name, {"lws": "v0.10.0+main@060ab4d"}, {"LWS-SUBGROUP-001": ("passed", "")})
+    m = matrix.run(plan, lambda _c, _d: 0, tmp_path)
+    assert m.columns[1].versions["lws"] == "v0.10.0+main@060ab4d"  # the real version, from the run
+    page = (tmp_path / "index.html").read_text()
+    assert "v0.10.0+main@060ab4d" in page and "<td class='known-deviation'" in page and "<td class='passed'" in page
+    assert f"href='{plan[1].name}/index.html'" in page and "<tr class='differs'><th>LWS-SUBGROUP-001" in page

@@ -156,11 +156,13 @@ def build(component: str, version: str, source: str | None, progress: Progress) 
     out = cache.bin_dir(component, version, source)
     key = out.name
     with cache.locked(f"{component}-{key}"):
-        if not source and out.is_dir():
+        # A module version, or a git snapshot (immutable: keyed by commit), is built once.
+        snapshot = bool(source) and Path(str(source)).resolve().parent == (cache.cache_root() / "src").resolve()
+        if (not source or snapshot) and out.is_dir():
             wrong = cache.damaged(out, recipe.binaries)
             if wrong is None:
                 return out
-            progress(f"{component} {version}: cached binaries are damaged ({wrong}); rebuilding {out}")
+            progress(f"{component} {source or version}: cached binaries are damaged ({wrong}); rebuilding {out}")
         go = go_binary()
         work = cache.build_dir(component, key)
         work.mkdir(parents=True, exist_ok=True)

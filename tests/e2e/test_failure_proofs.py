@@ -170,7 +170,8 @@ def test_a_stopped_lws_controller_is_an_error_naming_it_not_a_verdict(
 def mutant_cluster(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A private cluster whose LWS is built from the pinned module source with benchmark mutant
     lws-01 applied (LWS_WORKER_INDEX set to the group index), through `sources.lws`."""
-    pristine = module_dir("lws", load_profile("default", []).versions["lws"], None)
+    pinned = load_profile("default", []).versions["lws"]
+    pristine = module_dir("lws", pinned, None)
     src = tmp_path_factory.mktemp("mutant") / "lws"
     shutil.copytree(pristine, src)
     for p in src.rglob("*"):
@@ -178,9 +179,8 @@ def mutant_cluster(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     patch = MUTANTS / "lws" / "01-env-worker-index-is-group-index.patch"
     subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=src, check=True)
     port = claim_port_range()
-    cluster = LocalCluster(
-        load_profile("default", [f"network.base_port={port}", f"sources.lws={src}"]), name=f"private-{run_id}-mut"
-    )
+    overrides = [f"network.base_port={port}", f"sources.lws={src}", f"versions.lws={pinned}"]  # a copy: no git
+    cluster = LocalCluster(load_profile("default", overrides), name=f"private-{run_id}-mut")
     try:
         cluster.up(lambda msg: print(f"[lwsc mutant] {msg}", file=sys.stderr, flush=True))
         yield cluster
