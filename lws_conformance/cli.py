@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import cast
 
+import yaml
 from kubernetes import client
 
 from . import cli_certify, cli_conventions, cli_incluster, matrix, provenance, resources, verdicts
@@ -44,13 +45,20 @@ def _progress(msg: str) -> None:
     global _open_line
     stamp = time.strftime("%H:%M:%S")
     transient = msg.startswith(TRANSIENT)
-    line = f"[{stamp}] {msg.removeprefix(TRANSIENT)}"
+    line = f"{_paint(f'[{stamp}]', '2')} {msg.removeprefix(TRANSIENT)}"
     if sys.stderr.isatty():
         end = "" if transient else "\n"
         print(f"\r\x1b[K{line}" if _open_line else line, end=end, file=sys.stderr, flush=True)
         _open_line = transient
     else:
         print(line, file=sys.stderr, flush=True)
+
+
+def _paint(text: str, sgr: str) -> str:
+    """`text` in colour (ANSI SGR code, e.g. '31' red, '2' dim) on a terminal, unless NO_COLOR."""
+    if not sys.stderr.isatty() or os.environ.get("NO_COLOR"):
+        return text
+    return f"\x1b[{sgr}m{text}\x1b[0m"
 
 
 def _cluster(args: argparse.Namespace) -> LocalCluster:
@@ -316,7 +324,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         render.render(out, bincache.cache_root() / "node")
     code = _exit_code(rc, out, strict=args.strict, certify=args.certify)
     _progress(f"results archive: {cli_certify.write_archive(out)} (check it with `lwsc verify`)")
-    _progress(f"done: {out / 'summary.md'} (exit {code})")
+    _progress(f"done: {out / 'summary.md'} " + _paint(f"(exit {code})", "1;32" if code == 0 else "1;31"))
     return code
 
 
@@ -353,6 +361,10 @@ def cmd_discover(args: argparse.Namespace) -> int:
         "            and: lwsc --profile THIS_FILE run --kubeconfig ..."
     )
     text = proposal.to_yaml(header)
+    if args.output == "json":
+        doc = {"nodes_seen": proposal.nodes_seen, "gpu_nodes": proposal.gpu_nodes, "profile": yaml.safe_load(text)}
+        print(json.dumps(doc, indent=2))
+        return 0
     if args.output:
         Path(args.output).write_text(text)
         _progress(f"wrote {args.output}")
@@ -555,7 +567,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     disc = sub.add_parser("discover", help="print a profile (topology labels, GPU resource) proposed from the nodes")
     _cluster_args(disc)
-    disc.add_argument("-o", "--output", help="also write the proposal to this file")
+    disc.add_argument("-o", "--output", help="also write the proposal to this FILE; `json`: print it as JSON instead")
     pre = sub.add_parser("preflight", help="versions, feature gates and capacity of the cluster, before any test")
     _cluster_args(pre)
     pre.add_argument("--json", action="store_true", help="machine-readable output")
@@ -630,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except LwscError as exc:
-        print(f"lwsc: error: {exc}", file=sys.stderr)
+        print(f"{_paint('lwsc: error:', '1;31')} {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("lwsc: interrupted; everything started by this command was stopped", file=sys.stderr)

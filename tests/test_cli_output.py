@@ -1,0 +1,44 @@
+"""Colour only on a terminal (and never with NO_COLOR); `discover --output json`."""
+
+from __future__ import annotations
+
+import io
+import json
+import types
+from pathlib import Path
+
+import pytest
+
+from lws_conformance import cli
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_colour_only_on_a_terminal_without_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(cli.sys, "stderr", io.StringIO())
+    assert cli._paint("x", "31") == "x"
+    monkeypatch.setattr(cli.sys, "stderr", _Tty())
+    assert cli._paint("x", "31") == "\x1b[31mx\x1b[0m"
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert cli._paint("x", "31") == "x"
+
+
+def test_discover_output_json_prints_the_proposal_as_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+            "status": {"capacity": {"cpu": "8"}, "allocatable": {"cpu": "8"}}}
+    monkeypatch.setattr(cli, "_api_for", lambda args: (Path("/k"), None, {}))
+    monkeypatch.setattr(cli, "api_client", lambda *a: types.SimpleNamespace(close=lambda: None))
+    monkeypatch.setattr(cli.client, "CoreV1Api", lambda api: types.SimpleNamespace(
+        list_node=lambda: types.SimpleNamespace(items=[node])))
+    monkeypatch.setattr(cli, "to_dict", lambda api, n: n)
+    monkeypatch.setattr(cli.preflight, "detect", lambda api, c, known: types.SimpleNamespace(version=None))
+    args = cli.parser().parse_args(["discover", "--output", "json"])
+    assert cli.cmd_discover(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["nodes_seen"] == 1 and isinstance(doc["profile"], dict)
