@@ -198,6 +198,9 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
     base_port = data["network"]["base_port"]
     if not isinstance(base_port, int) or not 1024 <= base_port <= 65000:
         raise ValueError(f"network.base_port must be an integer in 1024..65000, got {base_port!r}")
+    manage = data["kueue"].get("manage_jobs_without_queue_name", False)
+    if not isinstance(manage, bool):
+        raise ValueError(f"kueue.manage_jobs_without_queue_name must be true or false, got {manage!r}")
     scale = data["timeouts"].get("scale", 1.0)
     if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0.1 <= scale <= 100:
         raise ValueError(f"timeouts.scale must be a number in 0.1..100, got {scale!r}")

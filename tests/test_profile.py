@@ -57,3 +57,15 @@ def test_timeouts_scale_is_read_and_checked() -> None:
     assert load_profile("default", ["timeouts.scale=2.5"]).timeout_scale == 2.5
     with pytest.raises(UserError, match="timeouts.scale"):
         load_profile("default", ["timeouts.scale=0"])
+
+
+def test_manage_jobs_without_queue_name_is_a_boolean_that_reaches_kueues_config(tmp_path: Path) -> None:
+    from lws_conformance.install.controllers import kueue_config
+
+    assert load_profile("default", []).raw["kueue"]["manage_jobs_without_queue_name"] is False
+    on = load_profile("default", ["kueue.manage_jobs_without_queue_name=true"])
+    assert on.raw["kueue"]["manage_jobs_without_queue_name"] is True
+    with pytest.raises(UserError, match="must be true or false"):
+        load_profile("default", ["kueue.manage_jobs_without_queue_name=maybe"])
+    assert kueue_config(1, 2, 3, tmp_path, manage_unlabelled=True)["manageJobsWithoutQueueName"] is True
+    assert kueue_config(1, 2, 3, tmp_path)["manageJobsWithoutQueueName"] is False

@@ -29,8 +29,11 @@ def lws_config(webhook_port: int, metrics_port: int, health_port: int, cert_dir:
     }
 
 
-def kueue_config(webhook_port: int, metrics_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
+def kueue_config(
+    webhook_port: int, metrics_port: int, health_port: int, cert_dir: Path, manage_unlabelled: bool = False
+) -> dict[str, Any]:
     return {
+        "manageJobsWithoutQueueName": manage_unlabelled,
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "namespace": "kueue-system",

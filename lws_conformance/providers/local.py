@@ -472,7 +472,8 @@ class LocalCluster:
         kueue_cfg = controllers.write(
             self.dir / "config" / "kueue.yaml",
             controllers.kueue_config(
-                self.port("kueue-webhook"), self.port("kueue-metrics"), self.port("kueue-health"), certs
+                self.port("kueue-webhook"), self.port("kueue-metrics"), self.port("kueue-health"), certs,
+                manage_unlabelled=self.profile.raw["kueue"].get("manage_jobs_without_queue_name") is True,
             ),
         )
         lws = self._launch("lws", [str(bins["lws"]), f"--config={lws_cfg}", f"--kubeconfig={kc}", "--zap-log-level=2"])
