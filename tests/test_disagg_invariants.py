@@ -18,16 +18,7 @@ from lws_conformance.observe.timeline import DS_NAME, DS_REVISION, DS_ROLE, GROU
 
 Obj = dict[str, Any]
 ROLES = ("prefill", "decode")
-KEP_TABLE = [  # KEP-766 Example 1 as (old prefill, old decode, new prefill, new decode)
-    (5, 2, 0, 0),
-    (5, 2, 2, 1),
-    (4, 2, 2, 1),
-    (3, 2, 2, 1),
-    (3, 2, 4, 2),
-    (2, 1, 4, 2),
-    (2, 1, 5, 2),
-    (0, 0, 5, 2),
-]
+KEP_TABLE = disagg.KEP_766_EXAMPLE_1
 V090_TRAJECTORY = [  # what the v0.9.0 planner computes for it (force drain scales new up too)
     (5, 2, 0, 0),
     (5, 2, 2, 1),

@@ -277,6 +277,18 @@ class _Drain:
 
 # -- the documented step table ------------------------------------------------------------------
 Row = tuple[int, ...]  # (old role0, old role1, ..., new role0, new role1, ...)
+# KEP-766 Example 1 (LWS v0.9.0 README L187-L201: prefill 5, decode 2, maxSurge 2, maxUnavailable 1)
+# as (old prefill, old decode, new prefill, new decode): the steps ROLL-DSSTEP-001 holds a rollout to.
+KEP_766_EXAMPLE_1: tuple[Row, ...] = (
+    (5, 2, 0, 0),
+    (5, 2, 2, 1),
+    (4, 2, 2, 1),
+    (3, 2, 2, 1),
+    (3, 2, 4, 2),
+    (2, 1, 4, 2),
+    (2, 1, 5, 2),
+    (0, 0, 5, 2),
+)
 
 
 def observed_rows(events: Sequence[Event], ds_name: str, roles: Sequence[str]) -> list[tuple[int, Row]]:

@@ -28,17 +28,7 @@ CLAIMED = {
     "ds-stability": "ROLL-DSSTABLE-001",
     "ds-drain": "ROLL-DSDRAIN-001",
 }
-# KEP-766 Example 1 (v0.9.0 README L187-L201) as (old prefill, old decode, new prefill, new decode).
-KEP_TABLE = [
-    (5, 2, 0, 0),
-    (5, 2, 2, 1),
-    (4, 2, 2, 1),
-    (3, 2, 2, 1),
-    (3, 2, 4, 2),
-    (2, 1, 4, 2),
-    (2, 1, 5, 2),
-    (0, 0, 5, 2),
-]
+KEP_TABLE = disagg.KEP_766_EXAMPLE_1
 ROLLOUT_SECONDS = 180  # a 7-step rollout of 5 + 2 groups takes ~30 s here; scaled by timeouts.scale
 
 
