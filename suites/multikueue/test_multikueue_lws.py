@@ -240,7 +240,8 @@ def test_lost_worker_is_reported_and_its_lws_kept(
             assert not others, f"LWS copied to {others} while {target} was unreachable"
     finally:
         local.start_component("kube-apiserver")
-    _mk_cluster_active(mk, target, "True")
+    with claim("KUEUE-MK-007"):  # the sentence's second clause: Active=True again once it is back
+        _mk_cluster_active(mk, target, "True")
     _wait_worker_pods(worker, mk.manager.namespace, K.all_ready(replicas, size), "the group still Ready on the worker")
 
 
