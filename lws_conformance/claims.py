@@ -171,6 +171,9 @@ def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
         elif report.when == "call" and rid in claimed:
             c = claimed[rid]
             r, e, m = c.raw, c.exception, c.message
+            if r == "passed" and raw in ("failed", "error") and not claims_only:
+                # the test failed in code outside every claim: this requirement cannot read passed
+                r, e, m = "error", exc, f"the test failed outside its claims ({rid}'s own checks passed): {message}"
         elif report.when == "call" and claimed and (claims_only or raw == "passed"):
             continue  # a test that claims checks said nothing about this one (e.g. another case)
         if r == "failed" and broken:

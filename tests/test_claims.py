@@ -156,3 +156,20 @@ def test_an_rbac_403_is_error_and_a_webhook_403_a_verdict(pytester: pytest.Pytes
     _result, rows = _run(pytester, test_f=FORBIDDEN)
     assert rows["LWS-NAME-001"]["verdict"] == "error" and "cannot list" in rows["LWS-NAME-001"]["detail"]
     assert rows["LWS-ENV-001"]["verdict"] == "failed"
+
+
+OUTSIDE = '''
+import pytest
+
+@pytest.mark.requirement("ROLL-SURGE-001")
+def test_fails_after_its_claim(claim):
+    with claim("ROLL-SURGE-001"):
+        assert True
+    assert False, "a check no claim covers"
+'''
+
+
+def test_a_failure_outside_every_claim_never_leaves_a_claimed_requirement_passed(pytester: pytest.Pytester) -> None:
+    _result, rows = _run(pytester, test_o=OUTSIDE)
+    row = rows["ROLL-SURGE-001"]
+    assert row["verdict"] == "error" and "outside its claims" in row["detail"] and "no claim covers" in row["detail"]
