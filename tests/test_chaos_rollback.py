@@ -253,3 +253,17 @@ def test_control_leaves_an_identical_cluster_s_journal_alone(monkeypatch: pytest
     journal: Obj = {"status": "completed", "deviated": False}
     control.after_experiment_control(None, state=journal)
     assert journal == {"status": "completed", "deviated": False}
+
+
+def test_a_returning_node_posts_a_fresh_heartbeat_a_failing_one_keeps_its_own() -> None:
+    """KCM refreshes its cached node status only when lastHeartbeatTime changes: a node given back
+    to kwok with the heartbeat KCM last saw would stay Ready=Unknown in KCM's cache, and every pod
+    added to it would be marked not Ready (reused-cluster false reds after node-failure)."""
+    before = profile_node()
+    recorded = [c["lastHeartbeatTime"] for c in before["status"]["conditions"]]
+    returning = actions.reregistered_status(before, returning=True, now="2030-01-01T00:00:00Z")
+    assert [c["lastHeartbeatTime"] for c in returning["conditions"]] == ["2030-01-01T00:00:00Z"] * len(recorded)
+    assert [c["status"] for c in returning["conditions"]] == [c["status"] for c in before["status"]["conditions"]]
+    failing = actions.reregistered_status(before, returning=False, now="2030-01-01T00:00:00Z")
+    assert [c["lastHeartbeatTime"] for c in failing["conditions"]] == recorded
+    assert failing["capacity"] == before["status"]["capacity"] and "conditions" in failing

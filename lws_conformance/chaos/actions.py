@@ -352,9 +352,28 @@ def _reregister(api: client.ApiClient, core: client.CoreV1Api, node: Obj, kwok: 
     )
     _delete_lease(api, name)
     core.create_node(node_body(node, kwok))  # type: ignore[arg-type]  # the client accepts dicts
+    core.patch_node_status(name, {"status": reregistered_status(node, returning=kwok, now=_now())})
+
+
+REREGISTERED_STATUS = ("capacity", "allocatable", "conditions", "addresses", "nodeInfo", "daemonEndpoints", "phase")
+
+
+def reregistered_status(node: Obj, returning: bool, now: str) -> Obj:
+    """The status a re-created Node is given: the recorded one; for a node `returning` to kwok,
+    with every condition's lastHeartbeatTime set to `now`, as a returning kubelet posts.
+
+    Without the fresh heartbeat the returning node would carry the very lastHeartbeatTime KCM
+    kept when it declared it Unknown, and KCM's node-lifecycle controller refreshes its cached
+    node status only when that time changes (tryUpdateNodeHealth, kubernetes v1.36.3
+    pkg/controller/nodelifecycle/node_lifecycle_controller.go): it would keep judging every pod
+    added to the node by the cached Ready=Unknown and mark it not Ready (processPod →
+    MarkPodsNotReady) until kwok's next status heartbeat, minutes later — a false red for any
+    test that lands a pod there (seen on reused clusters after `chaos/node-failure.yaml`)."""
     st = node.get("status") or {}
-    keep = ("capacity", "allocatable", "conditions", "addresses", "nodeInfo", "daemonEndpoints", "phase")
-    core.patch_node_status(name, {"status": {k: st[k] for k in keep if k in st}})
+    out = {k: st[k] for k in REREGISTERED_STATUS if k in st}
+    if returning and "conditions" in out:
+        out["conditions"] = [{**c, "lastHeartbeatTime": now} for c in out["conditions"]]
+    return out
 
 
 def _delete_lease(api: client.ApiClient, name: str) -> None:

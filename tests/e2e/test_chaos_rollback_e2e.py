@@ -24,6 +24,7 @@ from kubernetes import client
 from lws_conformance import chaos_target
 from lws_conformance.chaos import capture, runner, state
 from lws_conformance.k8s.client import api_client
+from lws_conformance.k8s.wait import observe, wait_for
 from lws_conformance.providers.local import LocalCluster
 from lws_conformance.scenario import Scenario
 
@@ -62,6 +63,7 @@ def test_a_standalone_experiment_leaves_every_node_and_process_as_it_was(
     env = chaos_target.create(kubeconfig, private_scenario.namespace, lws, node, timeout=120 * scale)
     env["LWSC_DISPOSABLE_CLUSTER"] = private_cluster.name
     before = capture.snapshot(kubeconfig)
+    heartbeat = ready_heartbeat(private_scenario, node) if node else None
     proc = chaos_run(runner.EXPERIMENTS / f"{experiment}.yaml", env, tmp_path / "journal.json")
     journal = json.loads((tmp_path / "journal.json").read_text())
     problems = runner.problems(journal)
@@ -69,6 +71,58 @@ def test_a_standalone_experiment_leaves_every_node_and_process_as_it_was(
     differs = state.snapshot_diff(before, capture.snapshot(kubeconfig))
     assert not differs, f"{experiment} left the cluster changed: {differs}"
     assert not journal.get("lwsc_state_diff")
+    if node:
+        after = ready_heartbeat(private_scenario, node)
+        assert after > heartbeat, (
+            f"node {node} returned with its Ready heartbeat {after} not newer than before the fault "
+            f"({heartbeat}): KCM keeps its cached Ready=Unknown for such a node (actions.reregistered_status)"
+        )
+        assert_new_pod_stays_ready(private_scenario, node, scale)
+
+
+def ready_heartbeat(scenario: Scenario, node: str) -> Any:
+    conds = scenario.core.read_node(node).status.conditions or []
+    return next(c.last_heartbeat_time for c in conds if c.type == "Ready")
+
+
+def _pod_ready(objs: list[dict[str, Any]]) -> str | None:
+    conds = {c["type"]: c["status"] for c in (objs[0].get("status") or {}).get("conditions") or []} if objs else {}
+    return conds.get("Ready")
+
+
+def assert_new_pod_stays_ready(scenario: Scenario, node: str, scale: float) -> None:
+    """The restored node is equal for KCM too, not only in the API: a pod placed on it after the
+    experiment turns Ready and stays Ready for two KCM node-monitor periods (KCM judged new pods
+    there by a stale cached Ready=Unknown when the returning node carried its old heartbeat)."""
+    name = "after-node-failure"
+    scenario.core.create_namespaced_pod(
+        scenario.namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+        },
+    )
+    api = scenario.api
+    kw = {"namespace": scenario.namespace, "field_selector": f"metadata.name={name}"}
+    wait_for(
+        api,
+        scenario.core.list_namespaced_pod,
+        lambda o: _pod_ready(o) == "True",
+        what=f"pod {name} on {node}",
+        condition="Ready",
+        timeout=60 * scale,
+        **kw,
+    )
+    seen = observe(
+        api,
+        scenario.core.list_namespaced_pod,
+        lambda o: f"Ready={_pod_ready(o)}" if _pod_ready(o) != "True" else None,
+        duration=10 * scale,
+        **kw,
+    )
+    assert not seen, f"pod {name} on the restored node {node} turned {seen} (KCM still judging the node not ready)"
 
 
 def relabel_node(name: str, configuration: dict[str, Any] | None = None) -> dict[str, str]:
