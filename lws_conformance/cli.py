@@ -105,8 +105,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .toolchain import ensure_binaries
 
     started = time.monotonic()
-    for name, path in ensure_binaries(load_profile(args.profile, args.set), _progress).items():
+    profile = load_profile(args.profile, args.set)
+    for name, path in ensure_binaries(profile, _progress).items():
         print(f"{name:<24} {path}")
+    for start in profile.upgrade_starts("lws"):  # the versions LWS-UPGRADE-* start under
+        path = ensure_binaries(start, _progress)["lws"]
+        print(f"{'lws ' + start.versions['lws'] + ' (upgrade)':<24} {path}")
     allure = html.install_allure(bincache.cache_root() / "node")  # reports then render offline
     print(f"{'allure (report HTML)':<24} {allure or 'not installed (no Node/npm): reports use index.html'}")
     _progress(f"binaries ready in {time.monotonic() - started:.0f}s")
@@ -163,8 +167,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 def _status_json(args: argparse.Namespace, cluster: LocalCluster, recs: dict[str, process.ProcRecord]) -> int:
     up = bool(recs) and cluster.running()
     components = [
-        {"name": n, "state": "running" if recs.get(n) and process.alive(recs[n]) else "stopped",
-         "pid": recs[n].pid if n in recs else None, "log": str(cluster.log(n))}
+        {
+            "name": n,
+            "state": "running" if recs.get(n) and process.alive(recs[n]) else "stopped",
+            "pid": recs[n].pid if n in recs else None,
+            "log": str(cluster.log(n)),
+        }
         for n in ORDER
     ]
     state = "up" if up else ("degraded" if recs else "not running")
@@ -444,7 +452,12 @@ def _tee(cmd: list[str], log: Path) -> int:
         # Its own process group: a Ctrl-C at the terminal reaches lwsc only, which passes exactly
         # one SIGINT to pytest and its xdist workers (whose teardown deletes the run's namespaces).
         proc = subprocess.Popen(
-            cmd, cwd=resources.root(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+            cmd,
+            cwd=resources.root(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
             start_new_session=True,
         )
         assert proc.stdout is not None

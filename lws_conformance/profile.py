@@ -8,6 +8,7 @@ no-op: a typo like `topology.rack=4` must not run the default topology and repor
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,21 @@ class Profile:
     raw: dict[str, Any]
     provider: str = "local"
     timeout_scale: float = 1.0  # timeouts.scale: every suite deadline and watched window
+
+    def upgrade_starts(self, component: str) -> list[Profile]:
+        """The profiles groups start under before an in-place upgrade of `component` to this one:
+        one per version in `upgrade.<component>_from` (module version, no source override)."""
+        starts = (self.raw.get("upgrade") or {}).get(f"{component}_from") or []
+        return [self.upgrade_start(component, str(v)) for v in (starts if isinstance(starts, list) else [starts])]
+
+    def upgrade_start(self, component: str, version: str) -> Profile:
+        """This profile with `component` at module version `version` (no source, no binary override)."""
+        return dataclasses.replace(
+            self,
+            versions={**self.versions, component: version},
+            sources={**self.sources, component: None},
+            binaries={**self.binaries, component: None},
+        )
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from ..catalogue import parse_version
 Obj = dict[str, Any]
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
+REVISION_LABEL = "leaderworkerset.sigs.k8s.io/template-revision-hash"
 OBSERVED_GENERATION_SINCE = (0, 9, 0)  # LWS status.observedGeneration
 
 
@@ -391,4 +392,58 @@ def rank_order_breaks(placed: Mapping[int, str]) -> list[str]:
         out.append(f"node(s) {split} hold non-contiguous indexes: {dict(sorted(placed.items()))}")
     if runs != sorted(runs):
         out.append(f"nodes in index order {runs} are not in ascending name order")
+    return out
+
+
+def upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> list[str]:
+    """LWS-UPGRADE-001: while the controller is replaced, LWS `lws_name` must be left exactly as it
+    was when the recording started (its groups whole and Ready): no pod deleted, replaced or not
+    Ready, no pod or StatefulSet on another template revision, no StatefulSet partition or replica
+    change, the LWS Available=True without UpdateInProgress=True. Returns every disturbance, in order."""
+    initial, history = _split(events)
+
+    def mine(e: WatchEvent) -> bool:
+        if e.kind == "LeaderWorkerSet":
+            return e.obj.get("name") == lws_name
+        return e.kind in ("Pod", "StatefulSet") and _labels(e.obj).get(NAME_LABEL) == lws_name
+
+    def state(e: WatchEvent) -> Any:
+        o = e.obj
+        if e.kind == "Pod":
+            return (o.get("uid"), _labels(o).get(REVISION_LABEL))
+        if e.kind == "StatefulSet":
+            return (
+                o.get("uid"),
+                _labels(o).get(REVISION_LABEL),
+                (o.get("spec") or {}).get("partition"),
+                (o.get("spec") or {}).get("replicas"),
+            )
+        return None
+
+    def wrong(e: WatchEvent) -> list[str]:
+        o, c = e.obj, _conds(e.obj)
+        checks = (
+            ("deleted", e.type == "DELETED"),
+            ("deleting", bool(o.get("deleting"))),
+            ("not Ready", e.kind == "Pod" and not o.get("ready")),
+            ("not Available", e.kind == "LeaderWorkerSet" and c.get("Available") != "True"),
+            ("UpdateInProgress", e.kind == "LeaderWorkerSet" and c.get("UpdateInProgress") == "True"),
+        )
+        return [k for k, v in checks if v]
+
+    start = {(e.kind, str(e.obj.get("name"))): e for e in initial if mine(e)}
+    out = [f"{_ref(e)}: {', '.join(w)} before the upgrade" for e in start.values() if (w := wrong(e))]
+    if not any(k == "LeaderWorkerSet" for k, _ in start) or not any(k == "Pod" for k, _ in start):
+        out.append(f"LWS {lws_name} and its pods were not there when the recording started")
+    for e in history:
+        if not mine(e):
+            continue
+        before = start.get((e.kind, str(e.obj.get("name"))))
+        if before is None:
+            out.append(f"{_ref(e)}: a new {e.kind}")
+            continue
+        if state(e) != state(before):
+            out.append(f"{_ref(e)}: {state(before)} became {state(e)} (uid, revision[, partition, replicas])")
+        if w := wrong(e):
+            out.append(f"{_ref(e)}: {', '.join(w)}")
     return out

@@ -13,6 +13,7 @@ import os
 import shutil
 import ssl
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -197,6 +198,67 @@ class LocalCluster:
         rec = process.start(component, argv, self.log(component), self.pid_dir)
         self._wait_component(rec, time.monotonic() + self.profile.ready_seconds)
 
+    def replace_controller(self, component: str, to: Profile, progress: Progress) -> None:
+        """In-place upgrade (or downgrade) of the `component` controller ("lws" or "kueue") to
+        `to`'s version, as an operator does it: stop the controller, apply the new version's
+        CRDs (and wait until they are served), start the new binary with the same configuration
+        and flags, then apply its webhook configurations (removing ones the new version no longer
+        has). Nodes, pods and every other process stay as they are; the handle reports `to`."""
+        deadline = time.monotonic() + self.profile.ready_seconds
+        target = LocalCluster(to, name=self.name)
+        bins = ensure_binaries(to, progress)
+        ca = pki.Pki.at(self.dir / "pki").ca_crt.read_bytes()
+        _, old_hooks = self._manifests(bins["kubectl"], component, ca)
+        crds, hooks = target._manifests(bins["kubectl"], component, ca)
+        argv = self.saved_argv(component)
+        if not argv:
+            raise InfraError(f"cluster '{self.name}' has no saved command line for {component}")
+        progress(f"{component}: replacing {self.profile.versions[component]} by {to.versions[component]}")
+        self.stop_component(component)
+        self._apply(bins["kubectl"], crds)
+        api = api_client(self.kubeconfig)
+        try:
+            self._wait_crds(api, crds, deadline)
+        finally:
+            api.close()
+        rec = self._launch(component, [str(bins[component]), *argv[1:]])
+        self._wait_component(rec, deadline)
+        gone = {(h["kind"], h["metadata"]["name"]) for h in old_hooks} - {
+            (h["kind"], h["metadata"]["name"]) for h in hooks
+        }
+        for kind, name in sorted(gone):
+            self._kubectl(bins["kubectl"], "delete", kind, name, "--ignore-not-found")
+        self._apply(bins["kubectl"], hooks)
+        self.profile = to
+        self._write_handle()
+
+    def log_offset(self, component: str) -> int:
+        """The size of `component`'s log now: `wait_log` from it reads only what came later."""
+        path = self.log(component)
+        return path.stat().st_size if path.is_file() else 0
+
+    def wait_log(self, component: str, needles: tuple[str, ...], offset: int, timeout: float) -> str:
+        """The first line of `component`'s log after byte `offset` containing every needle, read as the
+        process writes it (a `tail -f`: a process log has no watch API); InfraError naming the
+        component, the text and the log's last line when it does not come within `timeout` s."""
+        path, deadline, last = self.log(component), time.monotonic() + timeout, ""
+        tick = threading.Event()
+        while True:
+            with path.open("rb") as fh:
+                fh.seek(offset)
+                for raw in fh:
+                    if not raw.endswith(b"\n"):
+                        break  # a line still being written: read it whole next time
+                    offset += len(raw)
+                    last = raw.decode(errors="replace").rstrip()
+                    if all(n in last for n in needles):
+                        return last
+            if time.monotonic() >= deadline:
+                raise InfraError(
+                    f"{component} log {path}: no line with {needles!r} within {timeout:.0f}s; last: {last[:300]}"
+                )
+            tick.wait(0.1)
+
     def healthy(self, component: str, within: float = 2.0) -> bool:
         """True if `component` runs and its health endpoint answers (kwok: runs) within `within` s."""
         recs = [r for r in self.records() if r.name == component]
@@ -294,7 +356,7 @@ class LocalCluster:
         root = manifests_dir(self.profile, component)
         key = bincache.source_key(source) if source else version
         cache_file = (
-            self.dir / "manifests" / f"{component}.json"
+            self.dir / "manifests" / f"{component}-{key}.json"
             if source
             else bincache.cache_root() / "manifests" / f"{component}-{key}.json"
         )
@@ -472,7 +534,10 @@ class LocalCluster:
         kueue_cfg = controllers.write(
             self.dir / "config" / "kueue.yaml",
             controllers.kueue_config(
-                self.port("kueue-webhook"), self.port("kueue-metrics"), self.port("kueue-health"), certs,
+                self.port("kueue-webhook"),
+                self.port("kueue-metrics"),
+                self.port("kueue-health"),
+                certs,
                 manage_unlabelled=self.profile.raw["kueue"].get("manage_jobs_without_queue_name") is True,
             ),
         )
