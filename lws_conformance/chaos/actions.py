@@ -484,6 +484,36 @@ def restore_node(
         api.close()
 
 
+OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
+
+
+def give_up_node(name: str, how: str = "delete", configuration: Configuration = None) -> Obj:
+    """What an operator does about a node failed by `fail_nodes` that will not come back, so its
+    pods can be replaced (StatefulSet pods of an unreachable node otherwise stay bound for good):
+    `delete` its Node (pod GC then deletes its pods after its 40 s quarantine; the fault is over,
+    nothing is left to restore) or taint it `out-of-service` (non-graceful node shutdown: its pods
+    are evicted and, the node being NotReady, force-deleted by pod GC; the rollback still brings
+    the recorded node back, without the taint)."""
+    _disposable(configuration)
+    api = api_client(kubeconfig_of(configuration))
+    core = client.CoreV1Api(api)
+    try:
+        node = to_dict(api, core.read_node(name))
+        safety.check_nodes([node])
+        if how == "delete":
+            core.delete_node(name)
+            _forget_node(name, configuration)
+            safety.restored(f"node/{name}")
+        elif how == "out-of-service":
+            taints = [t for t in node["spec"].get("taints") or [] if t["key"] != OUT_OF_SERVICE["key"]]
+            core.patch_node(name, {"spec": {"taints": [*taints, OUT_OF_SERVICE]}})
+        else:
+            raise safety.ChaosRefused(f"how must be 'delete' or 'out-of-service', got {how!r}")
+        return {"name": name, "how": how, "at": time.monotonic()}
+    finally:
+        api.close()
+
+
 # KCM's node-monitor-period is 5 s: twice that without a taint or NotReady means KCM has looked at
 # the re-created node with its new Lease (when KCM missed the delete, it first judges the new
 # node by the old one's stale heartbeat and taints it unreachable for a moment).

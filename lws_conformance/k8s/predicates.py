@@ -447,3 +447,31 @@ def upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> list[st
         if w := wrong(e):
             out.append(f"{_ref(e)}: {', '.join(w)}")
     return out
+
+
+def pods_disturbed(events: Sequence[WatchEvent], names: Iterable[str]) -> list[str]:
+    """Pods that must be left alone for the whole recording (they were there, Ready, when it
+    started): each write to one of them that deletes it, replaces it (another uid) or reports it
+    not Ready. Returns every such write, in order."""
+    initial, history = _split(events)
+    wanted = set(names)
+    start = {str(e.obj.get("name")): e for e in initial if e.kind == "Pod" and e.obj.get("name") in wanted}
+    out = [f"pod {n} was not there when the recording started" for n in sorted(wanted - set(start))]
+    out += [f"{_ref(e)}: not Ready when the recording started" for e in start.values() if not e.obj.get("ready")]
+    for e in history:
+        name = str(e.obj.get("name"))
+        if e.kind != "Pod" or name not in wanted:
+            continue
+        bad = [
+            k
+            for k, v in (
+                ("deleted", e.type == "DELETED"),
+                ("deleting", bool(e.obj.get("deleting"))),
+                ("replaced", name in start and e.obj.get("uid") != start[name].obj.get("uid")),
+                ("not Ready", not e.obj.get("ready")),
+            )
+            if v
+        ]
+        if bad:
+            out.append(f"{_ref(e)}: {', '.join(bad)}")
+    return out

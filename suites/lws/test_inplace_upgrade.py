@@ -18,6 +18,7 @@ import pytest
 from lws_conformance import workloads
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.wait import scale
 from lws_conformance.observe import record
 from lws_conformance.profile import Profile, load_profile
 from lws_conformance.providers.local import LocalCluster, claim_port_range, release_port_range
@@ -76,11 +77,8 @@ def test_inplace_controller_upgrade_rolls_no_group(
 ) -> None:
     sc, name, replicas, size = private_scenario, "up", 2, 2
     target = _target(request.config, private_cluster.profile.base_port)
-    scale = target.timeout_scale
     sc.create(_lws(name, replicas, size))
-    sc.wait_lws(
-        name, sc.settled(replicas), f"settled under LWS {private_cluster.profile.versions['lws']}", timeout=120 * scale
-    )
+    sc.wait_lws(name, sc.settled(replicas), f"settled under LWS {private_cluster.profile.versions['lws']}", timeout=120)
     selector = f"{P.NAME_LABEL}={name}"
     before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in sc.pods(selector)}
 
@@ -90,13 +88,13 @@ def test_inplace_controller_upgrade_rolls_no_group(
             private_cluster.replace_controller(
                 "lws", target, lambda msg: print(f"[lwsc upgrade] {msg}", file=sys.stderr, flush=True)
             )
-            private_cluster.wait_log("lws", (RECONCILED, f'"name": "{name}"', sc.namespace), offset, 60 * scale)
+            private_cluster.wait_log("lws", (RECONCILED, f'"name": "{name}"', sc.namespace), offset, 60 * scale())
 
             def replaced(pods: list[dict[str, Any]]) -> str | None:
                 now = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
                 return None if now == before else f"pods now {now}, before {before}"
 
-            sc.observe_pods(replaced, AFTER_RECONCILE_SECONDS * scale, selector=selector)
+            sc.observe_pods(replaced, AFTER_RECONCILE_SECONDS, selector=selector)
         assert tl.complete, f"the recording missed events: {tl.sync_error or tl.gaps}"
         disturbed = P.upgrade_disturbances(tl.ordered(), name)
         assert not disturbed, f"the upgrade to LWS {target.versions['lws']} disturbed LWS {name}: " + "; ".join(
@@ -119,7 +117,7 @@ def test_inplace_controller_upgrade_rolls_no_group(
             name,
             P.lws_settled(replicas, replicas, versions=target.versions),
             f"every group rolled to the new revision under LWS {target.versions['lws']}",
-            timeout=180 * scale,
+            timeout=180,
         )
         pods = sc.pods(selector)
         now = {p["metadata"]["labels"][P.REVISION_LABEL] for p in pods}

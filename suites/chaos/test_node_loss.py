@@ -1,0 +1,210 @@
+"""Node loss: a node that fails and does not come back (LWS failure-handling page, "Node Failure
+Handling").
+
+As on a real cluster, the pods of an unreachable node stay bound to it (NotReady) until the
+operator gives the node up, so the test takes the two paths operators take
+(`actions.give_up_node`): delete the Node object (pod GC deletes its pods after a 40 s quarantine)
+or taint it `node.kubernetes.io/out-of-service` (non-graceful node shutdown: the pods are evicted
+and force-deleted by pod GC). Three nodes fail at once, one grace period for all:
+
+- LWS `rg` (RecreateGroupOnPodRestart, 3 groups of 2, exclusive per rack, one pod per node, 4
+  three-node racks): group 0's worker node is deleted, group 1's leader node is tainted
+  out-of-service; each group must be recreated whole (its pod on the healthy node too) in one rack
+  of its own; group 2 is watched untouched. The racks keep room for a whole group after losing a
+  node: the scheduler places a recreated leader in any rack where the leader fits, its own
+  included, and with two-node racks a group came back with its leader in its damaged rack and its
+  worker Pending for good (measured here; no upstream text promises another rack).
+- LWS `np` (restartPolicy None, 1 group of 2, one pod per node on 3 nodes): its worker's node is
+  deleted; only the worker is replaced, the leader keeps running.
+
+The nodes are the test's own (a per-test label, outside the Kueue pool) on the worker's private
+cluster; timings go to the report (node NotReady, each path to Ready again).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lws_conformance import workloads
+from lws_conformance.chaos import actions, safety
+from lws_conformance.claims import Claims
+from lws_conformance.k8s import predicates as P
+from lws_conformance.observe import record
+from lws_conformance.providers import nodes
+from lws_conformance.scenario import Scenario
+
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("chaos-private")]
+ROLE = "lwsc.x-k8s.io/node-loss"
+EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+Obj = dict[str, Any]
+
+
+def _make_nodes(sc: Scenario, unique: str, role: str, racks: dict[str, int], names: list[str]) -> None:
+    """Create the test's nodes (`names` collects them as they are created, for the clean-up)."""
+    topo = sc.cluster.topology
+    for rack, count in racks.items():
+        for i in range(count):
+            name = f"lwsc-{unique}-{role}-{rack}{i}"
+            body = nodes.node_manifest(topo, name, f"loss-{unique}", f"{unique}-{role}-{rack}")
+            body["metadata"]["labels"].pop(nodes.POOL_LABEL[0])
+            body["metadata"]["labels"][ROLE] = f"{unique}-{role}"
+            sc.core.create_node(body)  # type: ignore[arg-type]  # the client accepts dicts
+            names.append(name)
+            sc.core.patch_node_status(name, {"status": body["status"]})
+
+
+def _lws(name: str, unique: str, replicas: int, policy: str, **annotations: str) -> Obj:
+    obj = workloads.lws(name, replicas=replicas, size=2)
+    obj["metadata"]["annotations"] = annotations
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    lwt["restartPolicy"] = policy
+    for key in ("leaderTemplate", "workerTemplate"):
+        lwt[key]["spec"]["nodeSelector"] = {ROLE: f"{unique}-{name}"}
+    return obj
+
+
+def _one_pod_per_node(obj: Obj) -> Obj:
+    term = {
+        "labelSelector": {"matchLabels": {P.NAME_LABEL: obj["metadata"]["name"]}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    for key in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][key]["spec"]["affinity"] = {
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+        }
+    return obj
+
+
+def _placement(sc: Scenario, lws: str) -> dict[str, tuple[str, str, str]]:
+    """pod name -> (uid, node, group index) of the LWS's pods."""
+    return {
+        p["metadata"]["name"]: (
+            p["metadata"]["uid"],
+            p["spec"].get("nodeName", ""),
+            p["metadata"]["labels"][P.GROUP_INDEX],
+        )
+        for p in sc.pods(f"{P.NAME_LABEL}={lws}")
+    }
+
+
+def _replaced_whole(
+    before: dict[str, tuple[str, str, str]],
+    replaced: set[str],
+    size: int,
+    avoid: frozenset[str] | set[str] = frozenset(),
+) -> Any:
+    """Pods check: `size` pods, all Ready, those named in `replaced` under a new uid (the others
+    under their old one), none on a node in `avoid`."""
+
+    def check(pods: list[Obj]) -> bool:
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        if len(live) != size or not all(P.pod_ready(p) for p in live):
+            return False
+        for p in live:
+            name, uid = p["metadata"]["name"], p["metadata"]["uid"]
+            if (uid == before.get(name, ("",))[0]) == (name in replaced) or p["spec"].get("nodeName") in avoid:
+                return False
+        return True
+
+    return check
+
+
+def _ready_at(events: list[Any], pod: str, old_uid: str) -> float | None:
+    """When (timeline seconds) pod `pod` was first Ready under a uid other than `old_uid`."""
+    for e in events:
+        if e.kind == "Pod" and e.obj.get("name") == pod and e.obj.get("uid") != old_uid and e.obj.get("ready"):
+            return float(e.t)
+    return None
+
+
+@pytest.mark.requirement("CHAOS-NODE-001")
+@pytest.mark.requirement("CHAOS-NODE-002")
+@pytest.mark.requirement("CHAOS-NODE-003")
+def test_a_node_that_never_returns(
+    private_scenario: Scenario, request: pytest.FixtureRequest, unique: str, claim: Claims
+) -> None:
+    sc = private_scenario
+    cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace, "lwsc_disposable_cluster": None}
+    rack = sc.cluster.topology.rack_label
+    deleted = tainted = worker_node = ""
+    mine: list[str] = []
+    try:
+        _make_nodes(sc, unique, "rg", {f"r{i}": 3 for i in range(4)}, mine)
+        _make_nodes(sc, unique, "np", {"r": 3}, mine)
+        sc.create(_one_pod_per_node(_lws("rg", unique, 3, "RecreateGroupOnPodRestart", **{EXCLUSIVE: rack})))
+        sc.create(_one_pod_per_node(_lws("np", unique, 1, "None")))
+        sc.wait_lws("rg", sc.settled(3), "3 groups Ready, one per rack, one pod per node", timeout=90)
+        sc.wait_lws("np", sc.settled(1), "its group Ready, one pod per node", timeout=90)
+        rg, np_ = _placement(sc, "rg"), _placement(sc, "np")
+        # group 0 loses its worker's node (deleted), group 1 its leader's (out-of-service), np its worker's
+        deleted, tainted, worker_node = rg["rg-0-1"][1], rg["rg-1"][1], np_["np-0-1"][1]
+        rack_of = {n: sc.core.read_node(n).metadata.labels[rack] for n in mine}  # type: ignore[union-attr]
+
+        with record(sc.api, sc.namespace, workloads=False) as tl:
+            failed = actions.fail_nodes(
+                f"kubernetes.io/hostname in ({deleted},{tainted},{worker_node})",
+                quantity="all",
+                not_ready_within=120,
+                configuration=cfg,
+            )
+            request.node.user_properties.append(("node_not_ready_s", max(f["not_ready_after_s"] for f in failed)))
+            given_up = {
+                "rg-0": actions.give_up_node(deleted, "delete", configuration=cfg)["at"],
+                "rg-1": actions.give_up_node(tainted, "out-of-service", configuration=cfg)["at"],
+                "np-0": actions.give_up_node(worker_node, "delete", configuration=cfg)["at"],
+            }
+            with claim("CHAOS-NODE-002"):
+                sc.wait_pods(
+                    _replaced_whole(np_, {"np-0-1"}, 2),
+                    f"np's worker (node {worker_node} deleted) replaced, Ready, with the leader",
+                    timeout=180,
+                    selector=f"{P.NAME_LABEL}=np",
+                )
+            with claim("CHAOS-NODE-001"):
+                for g, gone, how in (("0", deleted, "deleted"), ("1", tainted, "tainted out-of-service")):
+                    sc.wait_pods(
+                        _replaced_whole(rg, {n for n, v in rg.items() if v[2] == g}, 2, avoid={deleted, tainted}),
+                        f"group {g} (a node of it {how}: {gone}) recreated whole on healthy nodes, Ready",
+                        timeout=180,
+                        selector=f"{P.NAME_LABEL}=rg,{P.GROUP_INDEX}={g}",
+                    )
+        events = tl.ordered()
+        for key, pod, group in (
+            ("node_deleted_to_group_ready_s", "rg-0", "rg-0"),
+            ("out_of_service_to_group_ready_s", "rg-1", "rg-1"),
+            ("node_deleted_to_none_worker_ready_s", "np-0-1", "np-0"),
+        ):
+            at = _ready_at(events, pod, (rg | np_)[pod][0])
+            if at is not None:
+                request.node.user_properties.append((key, round(at - (given_up[group] - tl.started_mono), 1)))
+        rg_after = _placement(sc, "rg")
+
+        with claim("CHAOS-NODE-001"):
+            untouched = [n for n, v in rg.items() if v[2] == "2"]
+            disturbed = P.pods_disturbed(events, untouched)
+            assert not disturbed, "group 2 (no pod on a failed node) was disturbed: " + "; ".join(disturbed[:6])
+
+        with claim("CHAOS-NODE-002"):
+            disturbed = P.pods_disturbed(events, ["np-0"])
+            assert not disturbed, "restartPolicy None: the leader (not on the failed node) was disturbed: " + "; ".join(
+                disturbed[:6]
+            )
+
+        with claim("CHAOS-NODE-003"):
+            racks = {g: {rack_of.get(node, node) for _, node, gi in rg_after.values() if gi == g} for g in "012"}
+            assert all(len(r) == 1 for r in racks.values()), f"a recreated group spans racks: {racks}"
+            assert len({next(iter(r)) for r in racks.values()}) == 3, f"two groups share a rack: {racks}"
+        for g, gone in (("0", deleted), ("1", tainted)):  # which rack it came back to (a finding, not a promise)
+            request.node.user_properties.append((f"group_{g}_back_in_own_rack", racks[g] == {rack_of[gone]}))
+    finally:
+        for name in mine:
+            try:
+                if name in (deleted, tainted, worker_node) and safety.pending():
+                    actions.give_up_node(name, "delete", configuration=cfg)
+                else:
+                    sc.core.delete_node(name)
+            except Exception:  # noqa: BLE001  (already gone)
+                pass
+        assert not safety.pending(), f"faults left applied: {safety.pending()}"
