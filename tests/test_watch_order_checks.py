@@ -276,3 +276,61 @@ def test_disturbed_admitted_group_fails() -> None:
     out = P.group_disturbances(_outage().events, "c", 0, 3, "wl-0")
     assert any("deleting" in v for v in out), out
     assert any("not whole" in v for v in P.group_disturbances(Stream().events, "c", 1, 3, "wl-1"))
+
+
+# -- LWS-UPGRADE-001: an in-place controller upgrade leaves the LWS alone --------------------
+
+
+def _upgrade_start() -> Stream:
+    s = Stream().initial().lws("l", {"Available": "True"}, "ADDED")
+    s.pod("l-0", 0, 0, etype="ADDED").pod("l-0-1", 0, 1, etype="ADDED")
+    lbl = {LBL + "name": "l", LBL + "template-revision-hash": "r1"}
+    s.add("StatefulSet", {"metadata": {"name": "l", "uid": "s", "labels": lbl}, "spec": {"replicas": 1}}, "ADDED")
+    return s.watch()
+
+
+def test_upgrade_that_only_rewrites_status_is_undisturbed() -> None:
+    s = _upgrade_start().lws("l", {"Available": "True", "Progressing": "False"}).pod("l-0", 0, 0)
+    assert P.upgrade_disturbances(s.events, "l") == []
+
+
+def test_upgrade_that_recreates_a_pod_or_rolls_is_caught() -> None:
+    """Mutants lws-34/35: the new controller rolls the groups it finds."""
+    recreated = _upgrade_start().pod("l-0", 0, 0, deleting=True).pod("l-0", 0, 0, uid="new", ready=False)
+    found = P.upgrade_disturbances(recreated.events, "l")
+    assert any("deleting" in f for f in found) and any("became" in f for f in found), found
+    rolling = _upgrade_start().lws("l", {"Available": "True", "UpdateInProgress": "True"})
+    assert any("UpdateInProgress" in f for f in P.upgrade_disturbances(rolling.events, "l"))
+    lbl = {LBL + "name": "l", LBL + "template-revision-hash": "r2"}
+    relabelled = _upgrade_start().add(
+        "StatefulSet", {"metadata": {"name": "l", "uid": "s", "labels": lbl}, "spec": {"replicas": 1}}
+    )
+    assert any("became" in f for f in P.upgrade_disturbances(relabelled.events, "l"))
+
+
+def test_pods_disturbed_names_deletion_replacement_and_unready() -> None:
+    s = Stream().initial().pod("a", 2, 0, etype="ADDED").pod("b", 2, 1, etype="ADDED").watch()
+    assert P.pods_disturbed(s.pod("a", 2, 0).events, ["a", "b"]) == []
+    bad = Stream().initial().pod("a", 2, 0, etype="ADDED").watch().pod("a", 2, 0, ready=False)
+    assert [f.split(": ")[-1] for f in P.pods_disturbed(bad.events, ["a"])] == ["not Ready"]
+    gone = Stream().initial().pod("a", 2, 0, etype="ADDED").watch().pod("a", 2, 0, etype="DELETED", deleting=True)
+    assert "deleted, deleting" in P.pods_disturbed(gone.events, ["a"])[0]
+    assert P.pods_disturbed(Stream().events, ["a"]) == ["pod a was not there when the recording started"]
+
+
+# -- ROLL-SINGLE-001: downtime is cut by write order, not arrival time -------------------------
+
+
+def test_downtime_ignores_writes_from_before_the_update_that_arrive_late() -> None:
+    """Recorded here: the group's worker turned Ready at rv 24292 (a write from the creation),
+    arriving 14 ms after rv 24299; cutting by arrival time counted 2 ms of 'downtime' there."""
+    from pathlib import Path
+
+    from lws_conformance.observe import invariants
+    from lws_conformance.observe.timeline import Timeline
+
+    events = Timeline.load(Path(__file__).parent / "data" / "single-replica-mu0-late-arrival.timeline.json").ordered()
+    assert invariants.downtime(events, 24299) == (1, 0.0)
+    t_cut = next(e.t for e in events if e.rv == "24299")
+    late = [e for e in events if int(e.rv) < 24299 and e.t > t_cut]
+    assert late, "the recording no longer shows a write arriving after a later one"

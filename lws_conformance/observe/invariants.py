@@ -239,6 +239,27 @@ def _size(leader: Obj) -> int:
         return 1
 
 
+def downtime(events: Sequence[Event], since_rv: int, lws: str | None = None) -> tuple[int, float]:
+    """(surge groups seen, seconds without any available group) over the events written after
+    resourceVersion `since_rv` (the last one seen before the update), replaying the recording
+    event by event. The cut is by resourceVersion, the write order, not by arrival time: an event
+    written before the update can arrive after the last one seen then (a late pod write once
+    counted 2 ms of "downtime" from the group's creation)."""
+    surge: set[int] = set()
+    down_from: float | None = None
+    total = 0.0
+    for st in replay(events, lws):
+        ev = st.event
+        if ev is None or st.params is None or int(ev.rv) <= since_rv:
+            continue
+        surge |= {g for g in st.live_groups() if g >= st.params.replicas}
+        if not st.available_groups():
+            down_from = ev.t if down_from is None else down_from
+        elif down_from is not None:
+            total, down_from = total + ev.t - down_from, None
+    return len(surge), total
+
+
 def lws_name_of(events: Sequence[Event]) -> str | None:
     for ev in events:
         if ev.kind == "LeaderWorkerSet":
@@ -343,8 +364,10 @@ def _worker_mismatch(st: State, o: Obj, leaders: dict[str, tuple[str | None, int
         msg = f"worker created at revision {rev(o)} while leader {v.leader['name']} runs {v.revision}"
         return _violation("group-consistency", st, msg, objs, groups)
     if _size(o) != _size(v.leader):
-        msg = (f"worker created for group size {_size(o)} while leader {v.leader['name']} (revision "
-               f"{v.revision}) has size {_size(v.leader)}")
+        msg = (
+            f"worker created for group size {_size(o)} while leader {v.leader['name']} (revision "
+            f"{v.revision}) has size {_size(v.leader)}"
+        )
         return _violation("group-consistency", st, msg, objs, groups)
     return None
 

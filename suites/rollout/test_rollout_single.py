@@ -16,28 +16,10 @@ from rollout_claims import proves_invariants, verify_claims
 from test_rolling_update import _bump_annotation, _leader_revision, _lws, _pods_at, _recorded
 
 from lws_conformance.claims import Claims
-from lws_conformance.observe import Event, artifact_dir, invariants
+from lws_conformance.observe import artifact_dir, invariants
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
-
-
-def downtime(events: list[Event], since_t: float, lws: str | None = None) -> tuple[int, float]:
-    """(surge groups seen, seconds without any available group) from time `since_t` on, replaying
-    the recording event by event."""
-    surge: set[int] = set()
-    down_from: float | None = None
-    total = 0.0
-    for st in invariants.replay(events, lws):
-        ev = st.event
-        if ev is None or st.params is None or ev.t < since_t:
-            continue
-        surge |= {g for g in st.live_groups() if g >= st.params.replicas}
-        if not st.available_groups():
-            down_from = ev.t if down_from is None else down_from
-        elif down_from is not None:
-            total, down_from = total + ev.t - down_from, None
-    return len(surge), total
 
 
 @pytest.mark.parametrize("mu", [1, 0], ids=["mu1", "mu0"])
@@ -52,7 +34,7 @@ def test_single_replica_with_max_surge_keeps_a_group_available(
     with _recorded(sc) as tl:
         sc.create(_lws(name, 1, 2, mu=mu, ms=1))
         sc.wait_lws(name, sc.settled(1), "Available with 1 group")
-        start = tl.ordered()[-1].t if tl.ordered() else 0.0
+        start = int(tl.ordered()[-1].rv) if tl.ordered() else 0
         _bump_annotation(sc, name, "1")
         sc.wait_lws(name, sc.settled(1), "update done", timeout=90)
         new = _leader_revision(sc, name)
@@ -60,7 +42,8 @@ def test_single_replica_with_max_surge_keeps_a_group_available(
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-SINGLE-001"):
-        surged, down = downtime(events, start)
+        surged, down = invariants.downtime(events, start)
         assert surged and down == 0, (
             f"replicas 1, maxSurge 1, maxUnavailable {mu}: {surged} surge group(s) created, no group available "
-            f"for {down:.3f}s of the update (kubernetes-sigs/lws#688)")
+            f"for {down:.3f}s of the update (kubernetes-sigs/lws#688)"
+        )
