@@ -35,7 +35,7 @@ from lws_conformance.observe import record
 from lws_conformance.providers import nodes
 from lws_conformance.scenario import Scenario
 
-pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("chaos-private")]
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("node-loss")]
 ROLE = "lwsc.x-k8s.io/node-loss"
 EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 Obj = dict[str, Any]

@@ -35,6 +35,7 @@ MUTANTS = ROOT / "benchmarks" / "mutants"
 GANG = "suites/kueue/test_kueue_gang.py::test_group_without_quota_stays_wholly_gated"
 NAMES = "suites/lws/test_identity.py::test_objects_are_named_from_the_lws_and_group_ordinals"
 ENV = "suites/lws/test_identity.py::test_lws_env_vars_lead_every_container_and_replace_user_values"
+UPGRADE = "suites/lws/test_inplace_upgrade.py::test_inplace_controller_upgrade_rolls_no_group"
 VALID = [
     "suites/kueue/test_kueue_validation.py::test_mismatched_podset_group_annotations_are_rejected",
     "suites/kueue/test_kueue_validation.py::test_queue_name_change_on_running_lws_is_rejected",
@@ -47,8 +48,11 @@ class Verdict:
     detail: str
 
 
-def run_suite(cluster: LocalCluster, nodeids: list[str], out: Path, run_id: str) -> dict[str, Verdict]:
-    """Run suite tests by node id against `cluster`; requirement id -> its verdict."""
+def run_suite(
+    cluster: LocalCluster, nodeids: list[str], out: Path, run_id: str, sets: tuple[str, ...] = ()
+) -> dict[str, Verdict]:
+    """Run suite tests by node id against `cluster` (profile `--lwsc-set`s: `sets`); requirement
+    id -> its verdict."""
     handle = cluster.handle()
     assert handle is not None, f"{cluster.name} is not up"
     handle_file = out / "handle.json"
@@ -56,7 +60,8 @@ def run_suite(cluster: LocalCluster, nodeids: list[str], out: Path, run_id: str)
     handle_file.write_text(handle.to_json())
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *nodeids, "-p", "no:cacheprovider", "-n", "0", "-q",
-         f"--lwsc-handle={handle_file}", f"--lwsc-run-id={run_id}", f"--lwsc-report-dir={out}"],
+         f"--lwsc-handle={handle_file}", f"--lwsc-run-id={run_id}", f"--lwsc-report-dir={out}",
+         *(f"--lwsc-set={kv}" for kv in sets)],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
     summary = out / "summary.json"
@@ -166,20 +171,25 @@ def test_a_stopped_lws_controller_is_an_error_naming_it_not_a_verdict(
     assert re.search(r"lws \(pid \d+\) is not running, its log ends: ", got.detail), got.detail[:2000]
 
 
+def mutant_tree(tmp_path_factory: pytest.TempPathFactory, patch_name: str) -> tuple[Path, str]:
+    """A writable copy of the pinned LWS module source with benchmark mutant `patch_name` applied,
+    and the pinned version (a copy is no git tree: its version must be said)."""
+    pinned = load_profile("default", []).versions["lws"]
+    src = tmp_path_factory.mktemp("mutant") / "lws"
+    shutil.copytree(module_dir("lws", pinned, None), src)
+    for p in src.rglob("*"):
+        p.chmod(p.stat().st_mode | 0o200)
+    subprocess.run(["patch", "-p1", "-s", "-i", str(MUTANTS / "lws" / patch_name)], cwd=src, check=True)
+    return src, pinned
+
+
 @pytest.fixture(scope="module")
 def mutant_cluster(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A private cluster whose LWS is built from the pinned module source with benchmark mutant
     lws-01 applied (LWS_WORKER_INDEX set to the group index), through `sources.lws`."""
-    pinned = load_profile("default", []).versions["lws"]
-    pristine = module_dir("lws", pinned, None)
-    src = tmp_path_factory.mktemp("mutant") / "lws"
-    shutil.copytree(pristine, src)
-    for p in src.rglob("*"):
-        p.chmod(p.stat().st_mode | 0o200)
-    patch = MUTANTS / "lws" / "01-env-worker-index-is-group-index.patch"
-    subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=src, check=True)
+    src, pinned = mutant_tree(tmp_path_factory, "01-env-worker-index-is-group-index.patch")
     port = claim_port_range()
-    overrides = [f"network.base_port={port}", f"sources.lws={src}", f"versions.lws={pinned}"]  # a copy: no git
+    overrides = [f"network.base_port={port}", f"sources.lws={src}", f"versions.lws={pinned}"]
     cluster = LocalCluster(load_profile("default", overrides), name=f"private-{run_id}-mut")
     try:
         cluster.up(lambda msg: print(f"[lwsc mutant] {msg}", file=sys.stderr, flush=True))
@@ -194,3 +204,25 @@ def test_env_requirement_goes_red_against_a_mutant_lws(
 ) -> None:
     found = run_suite(mutant_cluster, [ENV], tmp_path / "env", f"{run_id}m")
     assert_red(found, "LWS-ENV-001", r"LWS_WORKER_INDEX")
+
+
+def test_inplace_upgrade_from_the_previous_release_rolls_nothing(
+    private_cluster: LocalCluster, tmp_path: Path, run_id: str
+) -> None:
+    """LWS-UPGRADE-001/002 in CI: the suite test starts groups under `upgrade.lws_from` (v0.8.0,
+    built by `lwsc build`) on a private cluster of its own and upgrades it to the pinned LWS."""
+    found = run_suite(private_cluster, [UPGRADE], tmp_path / "upgrade", f"{run_id}u")
+    assert {k: v.verdict for k, v in found.items()} == {"LWS-UPGRADE-001": "passed", "LWS-UPGRADE-002": "passed"}, found
+
+
+def test_inplace_upgrade_goes_red_when_the_new_controller_rolls_old_groups(
+    private_cluster: LocalCluster, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, run_id: str
+) -> None:
+    """Mutant lws-35: the new controller adds a default label to the leader pod template, so the
+    leader StatefulSets made by v0.8.0 roll on upgrade (the change KEP-238 warns about)."""
+    src, pinned = mutant_tree(tmp_path_factory, "35-upgrade-new-default-leader-label.patch")
+    found = run_suite(
+        private_cluster, [UPGRADE], tmp_path / "upgrade-mutant", f"{run_id}v",
+        sets=(f"sources.lws={src}", f"versions.lws={pinned}"),
+    )
+    assert_red(found, "LWS-UPGRADE-001", r"disturbed LWS up: .*(deleting|deleted|became)")
