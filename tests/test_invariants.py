@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from lws_conformance import deviations
 from lws_conformance.observe import Recorder, Source, Timeline, invariants, picture, verify
 from lws_conformance.observe.invariants import ALL, check_all, documented_first_step, documented_update_start, scaled
 from lws_conformance.observe.recorder import ScriptedApi
@@ -267,6 +268,64 @@ def test_group_consistency_catches_a_group_rebuilt_with_the_live_size() -> None:
     s.pod(0, 1, "a", ready=False, etype="ADDED", size=2)
     v = first(s.events, "group-consistency")
     assert "worker created for group size 2" in v.message and "Pod/l-0-1" in v.objects
+
+
+def test_group_consistency_catches_a_worker_sts_written_for_a_deleted_leader() -> None:
+    """A pod reconciler reading a stale cache: the old leader l-1 is deleted and replaced at
+    revision b, then a worker StatefulSet owned by the dead leader is created at revision a. It is
+    checked against the live leader, and its workers say where they came from."""
+    s = created(2)
+    s.lws(spec={"template": "t2"})
+    s.sts("b", 2, 1)
+    dead = s.uids["l-1"]
+    s.down(1, "a")
+    s.emit("StatefulSet", "DELETED", {"name": "l-1", "uid": "s1a", "labels": {NAME: L, GROUP_INDEX: "1",
+           REVISION: "a"}, "owner": f"Pod/l-1/{dead}", "spec": {"replicas": 1}, "status": {}})
+    s.pod(1, 0, "b", ready=False, etype="ADDED")
+    orphan = {"name": "l-1", "uid": "orphan", "labels": {NAME: L, GROUP_INDEX: "1", REVISION: "a"},
+              "owner": f"Pod/l-1/{dead}", "spec": {"replicas": 1}, "status": {}}
+    s.emit("StatefulSet", "ADDED", orphan)
+    v = first(s.events, "group-consistency")
+    assert v.message.startswith(f"worker StatefulSet written for leader pod {dead} after its deletion (rv ")
+    assert "at revision a, the live leader l-1 at b" in v.message and "Pod/l-1" in v.objects
+    s.events.pop()  # the same orphan seen through the worker it creates
+    s.emit("StatefulSet", "ADDED", {**orphan, "labels": {**orphan["labels"], REVISION: "b"}})
+    s.pod(1, 1, "a", ready=False, etype="ADDED")
+    s.events[-1].obj["owner"] = "StatefulSet/l-1/orphan"
+    v = first(s.events, "group-consistency")
+    assert "worker created at revision a while leader l-1 runs b (its StatefulSet was written for leader pod" in (
+        v.message)
+    dev = next(d for d in deviations.load() if d.id == "lws-stale-leader-sts")
+    real_uid = "00000000-0000-4000-8000-000000000003"  # the symptom names real uids
+    assert dev.matches("AssertionError", v.describe().replace(dead, real_uid) + "\ntimeline: x")
+
+
+def test_group_consistency_keeps_a_dying_leaders_worker_sts_on_its_own_leader() -> None:
+    """A worker StatefulSet created before its leader died and still written to afterwards
+    (garbage collection, status) is not compared with the group's next leader."""
+    s = created(2)
+    s.lws(spec={"template": "t2"})
+    s.sts("b", 2, 1)
+    dead = s.uids["l-1"]
+    s.down(1, "a")
+    s.pod(1, 0, "b", ready=False, etype="ADDED")
+    s.emit("StatefulSet", "MODIFIED", {"name": "l-1", "uid": "s1a", "labels": {NAME: L, GROUP_INDEX: "1",
+           REVISION: "a"}, "owner": f"Pod/l-1/{dead}", "spec": {"replicas": 1}, "status": {}, "deleting": True})
+    assert invariants.group_consistency(s.events) is None
+
+
+def test_group_consistency_on_a_recorded_stale_leader_rebuild() -> None:
+    """Recorded from LWS v0.9.0 under CPU load (flake benchmark, run 6 of 10): group 1's old leader
+    was deleted by the update (rv 23672), then a worker StatefulSet owned by it was created at the
+    old revision (rv 23684) next to the new leader, and made an old worker. The listed race
+    (fixtures/known-deviations.yaml, lws-stale-leader-sts) matches exactly this message."""
+    events = Timeline.load(DATA / "restart-below-partition-stale-leader.timeline.json").ordered()
+    v = invariants.group_consistency(events)
+    assert v is not None and v.objects[0] == "StatefulSet/rk-1"
+    assert v.message == ("worker StatefulSet written for leader pod 5b74b6cf-dcaf-4a28-be1c-15e864a387d9 after its "
+                         "deletion (rv 23672): at revision c4cb6c84, the live leader rk-1 at 64f6dbdd56")
+    dev = next(d for d in deviations.load() if d.id == "lws-stale-leader-sts")
+    assert dev.kind == "race" and dev.matches("AssertionError", v.describe() + "\ntimeline: x")
 
 
 def test_group_count_bound_catches_a_group_beyond_surge() -> None:

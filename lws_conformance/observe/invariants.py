@@ -325,67 +325,115 @@ def group_atomicity(events: Sequence[Event], lws: str | None = None) -> Violatio
     return None
 
 
+@dataclass
+class _Incarnations:
+    """What group_consistency remembers: each leader pod's (revision, size) by uid, the
+    resourceVersion of each leader pod's deletion, and the leader pod of each worker StatefulSet
+    created after that leader pod was deleted (by uid)."""
+
+    leaders: dict[str, tuple[str | None, int]] = field(default_factory=dict)
+    deleted: dict[str, int] = field(default_factory=dict)
+    orphans: dict[str, str] = field(default_factory=dict)
+
+    def created_orphan(self, ev: Event, owner: str) -> bool:
+        """Is `ev` the creation of a worker StatefulSet whose leader pod `owner` was already
+        deleted (by resourceVersion, not arrival order: pods and StatefulSets are two watches)?"""
+        rv = _rv(ev.obj)
+        born_dead = ev.type == "ADDED" and ev.source == "watch" and owner in self.deleted and rv > self.deleted[owner]
+        if born_dead:
+            self.orphans[str(ev.obj.get("uid"))] = owner
+        return born_dead
+
+    def why(self, owner: str) -> str:
+        return f"written for leader pod {owner} after its deletion (rv {self.deleted[owner]})"
+
+
+def _rv(o: Obj) -> int:
+    return int(str(o.get("rv") or 0))
+
+
+def _owner_uid(o: Obj, kind: str) -> str | None:
+    k, _, rest = str(o.get("owner") or "").partition("/")
+    return rest.rpartition("/")[2] if k == kind else None
+
+
 def group_consistency(events: Sequence[Event], lws: str | None = None) -> Violation | None:
     """No group is rebuilt with mixed revisions (the lws#225 / #280 class of bugs): a worker pod is
     never created at a revision or group size other than its group's live leader's, and a worker
     StatefulSet never carries a revision other than the leader pod that owns it, nor asks for other
     than that leader's size - 1 workers (lws PR #963: a group rebuilt below the partition took its
-    size from the live spec). Unlike `group_atomicity` this tolerates old workers that are merely
-    still being garbage-collected."""
-    leaders: dict[str, tuple[str | None, int]] = {}  # leader pod uid -> (revision, size)
+    size from the live spec). A worker StatefulSet written for a leader pod that was already
+    deleted (a controller acting on a stale cache) is checked against the group's live leader, and
+    every message says when that happened. Unlike `group_atomicity` this tolerates old workers that
+    are merely still being garbage-collected."""
+    known = _Incarnations()
     for st in replay(events, lws):
         ev = st.event
         assert ev is not None
         o = ev.obj
         new_pod = ev.type != "DELETED" and (st.prev_pod is None or st.prev_pod.get("uid") != o.get("uid"))
         v = None
-        if ev.kind == "Pod" and new_pod:
-            v = _worker_mismatch(st, o, leaders)
+        if ev.kind == "Pod" and ev.type == "DELETED" and is_leader(o):
+            known.deleted.setdefault(str(o.get("uid")), _rv(o))
+        elif ev.kind == "Pod" and new_pod:
+            v = _worker_mismatch(st, o, known)
         elif ev.kind == "StatefulSet" and ev.type != "DELETED" and ev.name != st.lws_name:
-            v = _worker_sts_mismatch(st, o, leaders)
+            v = _worker_sts_mismatch(st, o, known)
         if v is not None:
             return v
     return None
 
 
-def _worker_mismatch(st: State, o: Obj, leaders: dict[str, tuple[str | None, int]]) -> Violation | None:
+def _worker_mismatch(st: State, o: Obj, known: _Incarnations) -> Violation | None:
     """A new pod: remember a leader's (revision, size); check a worker against its live leader."""
     g = group_of(o)
     if g is None or _labels(o).get(NAME) != st.lws_name:
         return None
     if is_leader(o):
-        leaders[str(o.get("uid"))] = (rev(o), _size(o))
+        known.leaders[str(o.get("uid"))] = (rev(o), _size(o))
         return None
     v = st.views.get(g)
     if v is None or v.leader is None:
         return None
     objs, groups = [f"Pod/{o['name']}", f"Pod/{v.leader['name']}"], [g]
+    orphan = known.orphans.get(_owner_uid(o, "StatefulSet") or "")
+    why = f" (its StatefulSet was {known.why(orphan)})" if orphan else ""
     if rev(o) != v.revision:
-        msg = f"worker created at revision {rev(o)} while leader {v.leader['name']} runs {v.revision}"
+        msg = f"worker created at revision {rev(o)} while leader {v.leader['name']} runs {v.revision}{why}"
         return _violation("group-consistency", st, msg, objs, groups)
     if _size(o) != _size(v.leader):
         msg = (
             f"worker created for group size {_size(o)} while leader {v.leader['name']} (revision "
-            f"{v.revision}) has size {_size(v.leader)}"
+            f"{v.revision}) has size {_size(v.leader)}{why}"
         )
         return _violation("group-consistency", st, msg, objs, groups)
     return None
 
 
-def _worker_sts_mismatch(st: State, o: Obj, leaders: dict[str, tuple[str | None, int]]) -> Violation | None:
-    """A worker StatefulSet (owned by a leader pod) against that leader's revision and size."""
-    kind, _, rest = str(o.get("owner") or "").partition("/")
-    uid = rest.rpartition("/")[2]
-    if kind != "Pod" or uid not in leaders:
+def _worker_sts_mismatch(st: State, o: Obj, known: _Incarnations) -> Violation | None:
+    """A worker StatefulSet (owned by a leader pod) against that leader's revision and size, or,
+    when that leader pod is already deleted, against the group's live leader (if any)."""
+    uid = _owner_uid(o, "Pod")
+    if uid is None or uid not in known.leaders:
         return None
-    lrev, lsize = leaders[uid]
-    objs, groups = [f"StatefulSet/{o['name']}", str(o.get("owner"))], [g] if (g := group_of(o)) is not None else []
-    if rev(o) != lrev:
-        msg = f"worker StatefulSet at revision {rev(o)}, its leader pod at {lrev}"
-        return _violation("group-consistency", st, msg, objs, groups)
+    g = group_of(o)
+    objs, groups = [f"StatefulSet/{o['name']}", str(o.get("owner"))], [g] if g is not None else []
     want = (o.get("spec") or {}).get("replicas")
+    assert st.event is not None
+    if known.created_orphan(st.event, uid) or str(o.get("uid")) in known.orphans:
+        view = st.views.get(g) if g is not None else None
+        if view is None or view.leader is None:
+            return None  # no live leader to disagree with; its pods are checked when created
+        lrev, lsize, who = view.revision, _size(view.leader), f"the live leader {view.leader['name']}"
+        objs.append(f"Pod/{view.leader['name']}")
+        why = known.why(uid) + ": "
+    else:
+        (lrev, lsize), who, why = known.leaders[uid], "its leader pod", ""
+    if rev(o) != lrev:
+        msg = f"worker StatefulSet {why}at revision {rev(o)}, {who} at {lrev}"
+        return _violation("group-consistency", st, msg, objs, groups)
     if isinstance(want, int) and want != lsize - 1:
-        msg = f"worker StatefulSet wants {want} workers, its leader pod (revision {lrev}) has size {lsize}"
+        msg = f"worker StatefulSet {why}wants {want} workers, {who} (revision {lrev}) has size {lsize}"
         return _violation("group-consistency", st, msg, objs, groups)
     return None
 
