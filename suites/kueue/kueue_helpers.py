@@ -109,14 +109,16 @@ def workload_kwargs(scenario: Scenario, uid: str) -> dict[str, Any]:
     }
 
 
-def wait_workloads(scenario: Scenario, uid: str, predicate: Callable[[list[Obj]], Any], condition: str) -> Any:
+def wait_workloads(
+    scenario: Scenario, uid: str, predicate: Callable[[list[Obj]], Any], condition: str, timeout: float = 60
+) -> Any:
     return wait_for(
         scenario.api,
         list_workloads_fn(scenario),
         predicate,
         what=f"Workloads in {scenario.namespace} ({JOB_UID}={uid})",
         condition=condition,
-        timeout=60,
+        timeout=timeout,
         diagnose=scenario.diagnose,
         **workload_kwargs(scenario, uid),
     )
