@@ -108,9 +108,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile, args.set)
     for name, path in ensure_binaries(profile, _progress).items():
         print(f"{name:<24} {path}")
-    for start in profile.upgrade_starts("lws"):  # the versions LWS-UPGRADE-* start under
-        path = ensure_binaries(start, _progress)["lws"]
-        print(f"{'lws ' + start.versions['lws'] + ' (upgrade)':<24} {path}")
+    for component in ("lws", "kueue"):  # the versions LWS-/KUEUE-UPGRADE-* start under
+        for start in profile.upgrade_starts(component):
+            path = ensure_binaries(start, _progress)[component]
+            print(f"{component + ' ' + start.versions[component] + ' (upgrade)':<24} {path}")
     allure = html.install_allure(bincache.cache_root() / "node")  # reports then render offline
     print(f"{'allure (report HTML)':<24} {allure or 'not installed (no Node/npm): reports use index.html'}")
     _progress(f"binaries ready in {time.monotonic() - started:.0f}s")

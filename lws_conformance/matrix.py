@@ -128,7 +128,8 @@ def load_column(cell: Cell, run_dir: Path, exit_code: int | None) -> Column:
     messages = junit_messages(run_dir / "junit_01.xml")
     for req in doc.get("requirements") or []:
         col.verdicts[req["id"]] = req["verdict"]
-        found = [messages[t] for t in req.get("tests") or [] if t in messages]
+        nodeids = [t["nodeid"] if isinstance(t, dict) else str(t) for t in req.get("tests") or []]
+        found = [messages[t] for t in nodeids if t in messages]
         detail = found[0] if found and req["verdict"] == "failed" else headline(str(req.get("detail") or ""))
         if detail:
             col.details[req["id"]] = detail

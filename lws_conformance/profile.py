@@ -81,6 +81,7 @@ class Profile:
     raw: dict[str, Any]
     provider: str = "local"
     timeout_scale: float = 1.0  # timeouts.scale: every suite deadline and watched window
+    node_grace_seconds: int = 40  # timeouts.node_grace_seconds: a silent node's time to NotReady
 
     def upgrade_starts(self, component: str) -> list[Profile]:
         """The profiles groups start under before an in-place upgrade of `component` to this one:
@@ -220,6 +221,9 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
     scale = data["timeouts"].get("scale", 1.0)
     if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0.1 <= scale <= 100:
         raise ValueError(f"timeouts.scale must be a number in 0.1..100, got {scale!r}")
+    grace = data["timeouts"].get("node_grace_seconds", 40)
+    if isinstance(grace, bool) or not isinstance(grace, int) or not 8 <= grace <= 600:
+        raise ValueError(f"timeouts.node_grace_seconds must be an integer in 8..600, got {grace!r}")
     return Profile(
         name=name,
         versions=versions,
@@ -233,4 +237,5 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
         raw=data,
         provider=provider,
         timeout_scale=float(scale),
+        node_grace_seconds=grace,
     )

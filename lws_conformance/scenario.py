@@ -6,7 +6,7 @@ namespace's recent events and the controller log paths, so a red test says what 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
@@ -28,6 +28,9 @@ class Scenario:
     cluster: ClusterHandle
     namespace: str
     objects: Objects
+    # resourceVersion of this test's last write of each LWS (create/patch_lws), for `settled` on
+    # LWS versions without status.observedGeneration
+    written: dict[str, int] = field(default_factory=dict)
 
     # -- clients -------------------------------------------------------------------------
     @property
@@ -44,13 +47,22 @@ class Scenario:
 
     # -- objects -------------------------------------------------------------------------
     def create(self, obj: Obj) -> Obj:
-        return self.objects.create(obj)
+        created = self.objects.create(obj)
+        if obj.get("kind") == "LeaderWorkerSet":
+            self._wrote(created)
+        return created
 
     def lws(self, name: str) -> Obj:
         return self.objects.get("LeaderWorkerSet", LWS_API, name)
 
     def patch_lws(self, name: str, body: Any) -> Obj:
-        return self.objects.patch("LeaderWorkerSet", LWS_API, name, body)
+        return self._wrote(self.objects.patch("LeaderWorkerSet", LWS_API, name, body))
+
+    def _wrote(self, lws: Obj) -> Obj:
+        meta = lws.get("metadata") or {}
+        if meta.get("name") and str(meta.get("resourceVersion") or "").isdigit():
+            self.written[meta["name"]] = int(meta["resourceVersion"])
+        return lws
 
     def pods(self, selector: str | None = None) -> list[Obj]:
         resp = self.core.list_namespaced_pod(self.namespace, label_selector=selector or "")
@@ -112,8 +124,21 @@ class Scenario:
         return self.wait_in_namespace(self.core.list_namespaced_service, "Services", predicate, condition, timeout)
 
     def settled(self, replicas: int, updated: int | None = None) -> Any:
-        """`predicates.lws_settled` for this cluster's LWS version."""
-        return P.lws_settled(replicas, updated, versions=self.cluster.versions)
+        """`predicates.lws_settled` for this cluster's LWS version. An LWS before v0.9.0 writes no
+        status.observedGeneration, so a status from before this test's last write of the LWS would
+        pass for a current one: there the LWS must also carry a write newer than that one. Only
+        the controller writes an LWS after the test, and it writes status with Update (a
+        resourceVersion precondition, v0.8.0 leaderworkerset_controller.go L524), so that status
+        was computed from the LWS as the test left it."""
+        check = P.lws_settled(replicas, updated, versions=self.cluster.versions)
+        if P.lws_has_observed_generation(self.cluster.versions):
+            return check
+
+        def current(lws: Obj) -> bool:
+            meta = lws["metadata"]
+            return int(meta.get("resourceVersion") or 0) > self.written.get(meta["name"], 0) and bool(check(lws))
+
+        return current
 
     def wait_lws(self, name: str, predicate: Any, condition: str, timeout: float = 60) -> Obj:
         """Wait until `predicate(lws)` holds for the LWS named `name`; returns the LWS."""

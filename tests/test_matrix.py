@@ -105,7 +105,10 @@ def test_failure_detail_comes_from_junit_message_not_the_report_preamble(tmp_pat
     run_dir = tmp_path / plan[0].name
     summary(run_dir, {"lws": "v0.8.0"}, {"LWS-STATUS-001": ("failed", "[gw1] linux -- Python 3.12\n\nscenario = ...")})
     doc = json.loads((run_dir / "summary.json").read_text())
-    doc["requirements"][0]["tests"] = ["suites/lws/test_status_scaling.py::test_fresh[a-b]"]
+    # summary.json's shape (lws_conformance.report.summary): one {nodeid, verdict, ran_on} per test
+    doc["requirements"][0]["tests"] = [
+        {"nodeid": "suites/lws/test_status_scaling.py::test_fresh[a-b]", "verdict": "failed", "ran_on": ""}
+    ]
     (run_dir / "summary.json").write_text(json.dumps(doc))
     (run_dir / "junit_01.xml").write_text(
         '<testsuites><testsuite><testcase classname="suites.lws.test_status_scaling" name="test_fresh[a-b]">'

@@ -308,6 +308,39 @@ def test_upgrade_that_recreates_a_pod_or_rolls_is_caught() -> None:
     assert any("became" in f for f in P.upgrade_disturbances(relabelled.events, "l"))
 
 
+def _kueue_upgrade_start() -> Stream:
+    """Group 0 admitted and Ready, group 1 held at the gate, as the recording starts."""
+    s = Stream().initial()
+    s.pod("l-0", 0, 0, etype="ADDED").pod("l-0-1", 0, 1, etype="ADDED")
+    for name, worker in (("l-1", 0), ("l-1-1", 1)):
+        s.pod(name, 1, worker, etype="ADDED", ready=False, gated=True)
+    s.workload("w0", {"QuotaReserved": "True", "Admitted": "True"}, etype="ADDED")
+    s.workload("w1", {"QuotaReserved": "False"}, etype="ADDED")
+    return s.watch()
+
+
+def test_kueue_upgrade_that_changes_nothing_passes() -> None:
+    s = _kueue_upgrade_start().pod("l-0", 0, 0).workload("w0", {"QuotaReserved": "True", "Admitted": "True"})
+    assert P.kueue_upgrade_disturbances(s.events, "l") == []
+
+
+def test_kueue_upgrade_that_evicts_ungates_or_renames_is_caught() -> None:
+    """Mutant kueue-30: the upgraded Kueue names Workloads differently and makes new ones."""
+    evicted = _kueue_upgrade_start().workload("w0", {"QuotaReserved": "False", "Admitted": "False", "Evicted": "True"})
+    assert any("became" in f and "Evicted" in f for f in P.kueue_upgrade_disturbances(evicted.events, "l"))
+    ungated = _kueue_upgrade_start().pod("l-1", 1, 0, ready=False)
+    assert any("Pod/l-1 " in f and "became" in f for f in P.kueue_upgrade_disturbances(ungated.events, "l"))
+    renamed = _kueue_upgrade_start().workload("w0-new", {"QuotaReserved": "False"}, etype="ADDED")
+    assert P.kueue_upgrade_disturbances(renamed.events, "l") == [
+        "ADDED Workload/w0-new rv 7: a new Workload"
+    ]
+    gone = _kueue_upgrade_start().workload("w1", {}, etype="DELETED")
+    assert any("deleted" in f for f in P.kueue_upgrade_disturbances(gone.events, "l"))
+    assert P.kueue_upgrade_disturbances(Stream().events, "l") == [
+        "LWS l's pods and Workloads were not there when the recording started"
+    ]
+
+
 def test_pods_disturbed_names_deletion_replacement_and_unready() -> None:
     s = Stream().initial().pod("a", 2, 0, etype="ADDED").pod("b", 2, 1, etype="ADDED").watch()
     assert P.pods_disturbed(s.pod("a", 2, 0).events, ["a", "b"]) == []

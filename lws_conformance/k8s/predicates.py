@@ -449,6 +449,41 @@ def upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> list[st
     return out
 
 
+def kueue_upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> list[str]:
+    """KUEUE-UPGRADE-001: while Kueue is replaced, every pod of LWS `lws_name` and every Workload
+    of the namespace must stay exactly as the recording found it: no pod deleted, replaced, moved,
+    ungated or gated, or changing readiness; no Workload deleted, replaced, or changing its
+    QuotaReserved, Admitted, Evicted or PodsReady condition; nothing new. Returns every disturbance."""
+    initial, history = _split(events)
+
+    def mine(e: WatchEvent) -> bool:
+        return e.kind == "Workload" or (e.kind == "Pod" and _labels(e.obj).get(NAME_LABEL) == lws_name)
+
+    def state(e: WatchEvent) -> Any:
+        o = e.obj
+        if e.kind == "Pod":
+            return (o.get("uid"), o.get("node"), bool(o.get("gated")), bool(o.get("ready")))
+        c = _conds(o)
+        return (o.get("uid"), *(c.get(k) for k in ("QuotaReserved", "Admitted", "Evicted", "PodsReady")))
+
+    start = {(e.kind, str(e.obj.get("name"))): e for e in initial if mine(e)}
+    out = []
+    if not any(k == "Workload" for k, _ in start) or not any(k == "Pod" for k, _ in start):
+        out.append(f"LWS {lws_name}'s pods and Workloads were not there when the recording started")
+    for e in history:
+        if not mine(e):
+            continue
+        before = start.get((e.kind, str(e.obj.get("name"))))
+        if before is None:
+            out.append(f"{_ref(e)}: a new {e.kind}")
+        elif e.type == "DELETED" or e.obj.get("deleting"):
+            out.append(f"{_ref(e)}: deleted")
+        elif state(e) != state(before):
+            what = "uid, node, gated, Ready" if e.kind == "Pod" else "uid, QuotaReserved, Admitted, Evicted, PodsReady"
+            out.append(f"{_ref(e)}: {state(before)} became {state(e)} ({what})")
+    return out
+
+
 def pods_disturbed(events: Sequence[WatchEvent], names: Iterable[str]) -> list[str]:
     """Pods that must be left alone for the whole recording (they were there, Ready, when it
     started): each write to one of them that deletes it, replaces it (another uid) or reports it

@@ -488,7 +488,7 @@ class LocalCluster:
                 f"--service-account-private-key-file={p.admin_key}",
                 "--kube-api-qps=500",
                 "--kube-api-burst=1000",
-                "--node-monitor-grace-period=40s",
+                f"--node-monitor-grace-period={self.profile.node_grace_seconds}s",
                 "--concurrent-statefulset-syncs=10",
                 "--concurrent-gc-syncs=30",
                 "--enable-hostpath-provisioner",  # PVs for the default StorageClass (DEFAULT_STORAGE_CLASS)
@@ -519,7 +519,7 @@ class LocalCluster:
                 f"--manage-nodes-with-annotation-selector={nodes.KWOK_ANNOTATION[0]}={nodes.KWOK_ANNOTATION[1]}",
                 "--cidr=10.244.0.0/16",
                 "--node-ip=127.0.0.1",
-                "--node-lease-duration-seconds=40",
+                f"--node-lease-duration-seconds={self.profile.node_grace_seconds}",  # renewed every quarter
                 *stage_args,
             ],
         )

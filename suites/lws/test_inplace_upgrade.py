@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 
-from lws_conformance import workloads
+from lws_conformance import upgrades, workloads
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import scale
 from lws_conformance.observe import record
-from lws_conformance.profile import Profile, load_profile
-from lws_conformance.providers.local import LocalCluster, claim_port_range, release_port_range
+from lws_conformance.providers.local import LocalCluster
 from lws_conformance.scenario import Scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("lws-upgrade")]
@@ -32,31 +31,15 @@ AFTER_RECONCILE_SECONDS = 5.0
 RECONCILED = "Leader Reconcile completed"  # LWS's log line at --zap-log-level=2 (v0.8.0 .. v0.10.0)
 
 
-def _target(config: pytest.Config, port: int | None = None) -> Profile:
-    extra = [f"network.base_port={port}"] if port else []
-    return load_profile(config.getoption("--lwsc-profile"), [*config.getoption("--lwsc-set"), *extra])
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "start" in metafunc.fixturenames:
-        froms = [p.versions["lws"] for p in _target(metafunc.config).upgrade_starts("lws")]
-        metafunc.parametrize("start", froms or [None], ids=lambda v: f"from-{v}")
+    upgrades.parametrize_starts(metafunc, "lws")
 
 
 @pytest.fixture
 def private_cluster(request: pytest.FixtureRequest, run_id: str, start: str | None) -> Iterator[LocalCluster]:
     """A local cluster of this test's own, running LWS `start`."""
-    if start is None:
-        pytest.skip("profile key upgrade.lws_from is empty: no version to upgrade from")
-    port = claim_port_range()
-    begin = _target(request.config, port).upgrade_start("lws", start)
-    cluster = LocalCluster(begin, name=f"private-{run_id}-up{start.replace('.', '')}")
-    try:
-        cluster.up(lambda msg: print(f"[lwsc private upgrade] {msg}", file=sys.stderr, flush=True))
+    with upgrades.start_cluster(request.config, run_id, "lws", start) as cluster:
         yield cluster
-    finally:
-        cluster.down()
-        release_port_range(port)
 
 
 def _lws(name: str, replicas: int, size: int) -> dict[str, Any]:
@@ -76,7 +59,7 @@ def test_inplace_controller_upgrade_rolls_no_group(
     private_cluster: LocalCluster, private_scenario: Scenario, request: pytest.FixtureRequest, claim: Claims
 ) -> None:
     sc, name, replicas, size = private_scenario, "up", 2, 2
-    target = _target(request.config, private_cluster.profile.base_port)
+    target = upgrades.target(request.config, private_cluster.profile.base_port)
     sc.create(_lws(name, replicas, size))
     sc.wait_lws(name, sc.settled(replicas), f"settled under LWS {private_cluster.profile.versions['lws']}", timeout=120)
     selector = f"{P.NAME_LABEL}={name}"

@@ -1,0 +1,46 @@
+"""In-place controller upgrades for the suites (LWS-UPGRADE-*, KUEUE-UPGRADE-*): the versions a
+test starts under (profile key `upgrade.<component>_from`), and a private local cluster brought up
+with one of them, to be upgraded inside the test by `LocalCluster.replace_controller` to the
+profile's own version (`versions.<component>`, or its `sources.<component>` tree)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from .profile import Profile, load_profile
+from .providers.local import LocalCluster, claim_port_range, release_port_range
+
+
+def target(config: pytest.Config, port: int | None = None) -> Profile:
+    """The profile under test (what the upgrade goes to), optionally on `port`."""
+    extra = [f"network.base_port={port}"] if port else []
+    return load_profile(config.getoption("--lwsc-profile"), [*config.getoption("--lwsc-set"), *extra])
+
+
+def parametrize_starts(metafunc: pytest.Metafunc, component: str) -> None:
+    """One case per version in `upgrade.<component>_from` for a test taking a `start` argument
+    (a single `None` case when the list is empty: the test then skips and says why)."""
+    if "start" in metafunc.fixturenames:
+        froms = [p.versions[component] for p in target(metafunc.config).upgrade_starts(component)]
+        metafunc.parametrize("start", froms or [None], ids=lambda v: f"from-{v}")
+
+
+@contextmanager
+def start_cluster(config: pytest.Config, run_id: str, component: str, start: str | None) -> Iterator[LocalCluster]:
+    """A local cluster of the test's own, running `component` at version `start`, everything else
+    as the profile under test says; brought down (and its ports released) at the end."""
+    if start is None:
+        pytest.skip(f"profile key upgrade.{component}_from is empty: no version to upgrade from")
+    port = claim_port_range()
+    begin = target(config, port).upgrade_start(component, start)
+    cluster = LocalCluster(begin, name=f"private-{run_id}-{component}{start.replace('.', '')}")
+    try:
+        cluster.up(lambda msg: print(f"[lwsc private upgrade] {msg}", file=sys.stderr, flush=True))
+        yield cluster
+    finally:
+        cluster.down()
+        release_port_range(port)
