@@ -124,21 +124,22 @@ class Scenario:
         return self.wait_in_namespace(self.core.list_namespaced_service, "Services", predicate, condition, timeout)
 
     def settled(self, replicas: int, updated: int | None = None) -> Any:
-        """`predicates.lws_settled` for this cluster's LWS version. An LWS before v0.9.0 writes no
-        status.observedGeneration, so a status from before this test's last write of the LWS would
-        pass for a current one: there the LWS must also carry a write newer than that one. Only
-        the controller writes an LWS after the test, and it writes status with Update (a
-        resourceVersion precondition, v0.8.0 leaderworkerset_controller.go L524), so that status
-        was computed from the LWS as the test left it."""
+        """`predicates.lws_settled` for this cluster's LWS version, with its status `current`."""
         check = P.lws_settled(replicas, updated, versions=self.cluster.versions)
-        if P.lws_has_observed_generation(self.cluster.versions):
-            return check
+        return lambda lws: self.current(lws) and bool(check(lws))
 
-        def current(lws: Obj) -> bool:
-            meta = lws["metadata"]
-            return int(meta.get("resourceVersion") or 0) > self.written.get(meta["name"], 0) and bool(check(lws))
-
-        return current
+    def current(self, lws: Obj) -> bool:
+        """Was this LWS's status written for the spec this test last wrote? status.observedGeneration
+        says so since LWS v0.9.0. Before, it does not exist, and a status from before the test's
+        last write (create/patch_lws) would pass for a current one: there the LWS must carry a
+        write newer than the test's. Only the controller writes an LWS after the test, and it
+        writes status with Update (a resourceVersion precondition; v0.8.0
+        leaderworkerset_controller.go L524), so such a status was computed from the spec as the
+        test left it."""
+        meta, st = lws["metadata"], lws.get("status") or {}
+        if P.lws_has_observed_generation(self.cluster.versions) or st.get("observedGeneration") is not None:
+            return bool(st.get("observedGeneration") == meta["generation"])
+        return int(meta.get("resourceVersion") or 0) > self.written.get(meta["name"], 0)
 
     def wait_lws(self, name: str, predicate: Any, condition: str, timeout: float = 60) -> Obj:
         """Wait until `predicate(lws)` holds for the LWS named `name`; returns the LWS."""

@@ -417,8 +417,8 @@ def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, cla
 
         def held(lws: Obj) -> bool:
             st = lws.get("status") or {}
-            return (P.condition(lws, "Available") == "True" and st.get("observedGeneration") == lws["metadata"][
-                "generation"] and st.get("updatedReplicas") == 2 and st.get("replicas") == 4)
+            return (P.condition(lws, "Available") == "True" and sc.current(lws)
+                    and st.get("updatedReplicas") == 2 and st.get("replicas") == 4)
 
         sc.wait_lws(name, held, "Available, updatedReplicas 2 (group 2 + surge group 3), replicas 4")
         new = _leader_revision(sc, name)
