@@ -1,7 +1,11 @@
 """Measure the local cluster: `lwsc up` (cached binaries) to ready, idle memory, `lwsc down`.
 
-Run: .venv/bin/python benchmarks/bringup.py [--rounds N] [--settle SECONDS]
+Run: .venv/bin/python benchmarks/bringup.py [--rounds N] [--settle SECONDS] [--kwokctl PATH]
 Targets (issue #2): up <= 20 s on 2 cores, down <= 5 s, idle RSS of all processes <= 2.5 GiB.
+With --kwokctl (a kwokctl built from the kwok module in use, e.g. `go build -o /tmp/kwokctl
+sigs.k8s.io/kwok/cmd/kwokctl`), the same rounds of `kwokctl create cluster --runtime binary` with
+the same cached binaries (a bare control plane: no CRDs, nodes, webhooks or LWS/Kueue), for the
+side-by-side figure of issue #19.
 Uses a separate cluster name and port range so it never touches a cluster you are using.
 """
 
@@ -10,6 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,6 +35,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--settle", type=float, default=20.0, help="idle seconds before sampling memory")
+    ap.add_argument("--kwokctl", default=None, help="also time kwokctl's binary runtime with the same binaries")
     args = ap.parse_args()
     profile = load_profile("default", ["network.base_port=17000"])
     ensure_binaries(profile, print)
@@ -54,7 +61,33 @@ def main() -> None:
         "idle_rss_mib_by_component": {k: round(v / 2**20) for k, v in sorted(per_component.items())},
         "binary_cache_mib": round(cache.size_bytes(bins) / 2**20),
     }
+    if args.kwokctl:
+        times = kwokctl_rounds(args.kwokctl, ensure_binaries(profile, print), args.rounds)
+        result["kwokctl_binary_up_seconds"] = {"median": statistics.median(times), "max": max(times), "all": times}
     print(json.dumps(result, indent=2))
+
+
+def kwokctl_rounds(kwokctl: str, bins: dict[str, Path], rounds: int) -> list[float]:
+    """`kwokctl create cluster --runtime binary --wait` with our cached binaries, then delete."""
+    out = []
+    with tempfile.TemporaryDirectory() as home:
+        env = {"HOME": home, "PATH": "/usr/bin:/bin", "KWOK_WORKDIR": f"{home}/.kwok"}
+        flags = [
+            f"--etcd-binary={bins['etcd']}",
+            f"--kube-apiserver-binary={bins['kube-apiserver']}",
+            f"--kube-controller-manager-binary={bins['kube-controller-manager']}",
+            f"--kube-scheduler-binary={bins['kube-scheduler']}",
+            f"--kwok-controller-binary={bins['kwok']}",
+            f"--kubeconfig={home}/kubeconfig",
+        ]
+        for _ in range(rounds):
+            t0 = time.monotonic()
+            subprocess.run([kwokctl, "create", "cluster", "--name=lwsc-bench", "--runtime=binary", "--wait=60s",
+                            *flags], env=env, check=True, capture_output=True)
+            out.append(time.monotonic() - t0)
+            subprocess.run([kwokctl, "delete", "cluster", "--name=lwsc-bench", f"--kubeconfig={home}/kubeconfig"],
+                           env=env, check=True, capture_output=True)
+    return out
 
 
 if __name__ == "__main__":

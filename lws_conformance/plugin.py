@@ -311,11 +311,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 _STARTED: dict[str, str] = {}
 
 
-# Private clusters host the node-failure tests: a kubelet's lease/grace ratio, 2.5 x faster (a
-# silent node is NotReady after ~16-21 s instead of ~41 s); lease renewed every 4 s.
-PRIVATE_NODE_GRACE_SECONDS = 16
-
-
 @pytest.fixture(scope="session")
 def private_cluster(request: pytest.FixtureRequest, run_id: str) -> Iterator[LocalCluster]:
     """A local cluster of this xdist worker's own, for tests that break things (stop a
@@ -325,10 +320,7 @@ def private_cluster(request: pytest.FixtureRequest, run_id: str) -> Iterator[Loc
     opt = request.config.getoption
     port = claim_port_range()
     try:
-        sets = [*opt("--lwsc-set"), f"network.base_port={port}"]
-        if not any(s.startswith("timeouts.node_grace_seconds=") for s in sets):
-            sets.insert(0, f"timeouts.node_grace_seconds={PRIVATE_NODE_GRACE_SECONDS}")
-        profile = load_profile(opt("--lwsc-profile"), sets)
+        profile = load_profile(opt("--lwsc-profile"), [*opt("--lwsc-set"), f"network.base_port={port}"])
         cluster = LocalCluster(profile, name=f"private-{run_id}-{worker}")
         cluster.up(lambda msg: print(f"[lwsc private] {msg}", file=sys.stderr, flush=True))
     except BaseException:

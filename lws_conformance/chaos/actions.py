@@ -13,7 +13,7 @@ How kwok stands in for a kubelet (local-control-plane.md §3.9): a container res
 patch raising `restartCount` on the status subresource (phase stays Running); a failed pod is a
 status patch to phase Failed; a node failure is the node leaving kwok's management, so its
 Lease stops being renewed and KCM declares it NotReady after the node-monitor grace period
-(profile key `timeouts.node_grace_seconds`: 40 s on the local cluster, 16 s on the private ones).
+(profile key `timeouts.node_grace_seconds`, 40 s by default).
 """
 
 from __future__ import annotations
