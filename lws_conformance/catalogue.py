@@ -24,7 +24,7 @@ import yaml
 from . import resources
 
 CATALOGUE = resources.fixtures() / "requirements"
-_ID = re.compile(r"^(LWS|KUEUE|ROLL|CHAOS)-[A-Z]+-\d{3}$")
+_ID = re.compile(r"^(LWS|KUEUE|ROLL|CHAOS|SCALE)-[A-Z]+-\d{3}$")
 LEVELS = ("MUST", "SHOULD")
 # What each kind of source is: promises (doc, api, kep) make a MUST; intent (code, test, issue)
 # makes a SHOULD; `harness` is our own summary and never counts on its own.
