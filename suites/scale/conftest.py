@@ -2,7 +2,8 @@
 
 On a profile whose `scale.groups` is 0 (the default profile, and every other one) each test here
 skips as not-applicable at once, like the MultiKueue suite off its profile: the default run keeps
-its content and time. `lwsc --name scale run --profile scale --focus SCALE` runs it.
+its content and time. `lwsc --name scale run --profile scale --focus "SCALE-GANG or SCALE-ROLL or SCALE-EXCL"`
+runs it (`--focus SCALE` would also pick KUEUE-SCALE and LWS-SCALE tests).
 """
 
 from __future__ import annotations
