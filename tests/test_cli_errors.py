@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from lws_conformance.profile import load_profile
+from lws_conformance.providers.local import claim_port_range, release_port_range
 from lws_conformance.toolchain import ensure_binaries
-
-BASE_PORT = 18100  # away from the default cluster's 16000 range, so this runs beside the e2e tests
 
 
 def lwsc(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -37,6 +36,15 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str)
 
 
 @pytest.fixture
+def port() -> Iterator[int]:
+    """A base port whose block is free and claimed (as private clusters claim theirs), so these
+    tests never collide with a cluster someone else runs on this machine."""
+    base = claim_port_range()
+    yield base
+    release_port_range(base)
+
+
+@pytest.fixture
 def state(tmp_path: Path) -> Iterator[dict[str, str]]:
     env = {"LWSC_STATE_DIR": str(tmp_path / "state")}
     yield env
@@ -54,35 +62,35 @@ def test_unknown_profile_key(state: dict[str, str]) -> None:
     assert_one_line_error(lwsc("--set", "topology.rackz=3", "up", env=state), "topology.rackz", "valid keys")
 
 
-def test_busy_port_names_the_port_and_the_fix(state: dict[str, str]) -> None:
+def test_busy_port_names_the_port_and_the_fix(state: dict[str, str], port: int) -> None:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", BASE_PORT + 2))
+        s.bind(("127.0.0.1", port + 2))
         s.listen()
-        proc = lwsc("--set", f"network.base_port={BASE_PORT}", "up", env=state)
-    assert_one_line_error(proc, str(BASE_PORT + 2), "kube-apiserver", "network.base_port")
+        proc = lwsc("--set", f"network.base_port={port}", "up", env=state)
+    assert_one_line_error(proc, str(port + 2), "kube-apiserver", "network.base_port")
 
 
-def test_missing_go_toolchain(state: dict[str, str], tmp_path: Path) -> None:
+def test_missing_go_toolchain(state: dict[str, str], port: int, tmp_path: Path) -> None:
     env = {**state, "LWSC_CACHE_DIR": str(tmp_path / "empty-cache"), "PATH": "/usr/bin:/bin"}
-    assert_one_line_error(lwsc("--set", f"network.base_port={BASE_PORT}", "up", env=env), "Go toolchain")
+    assert_one_line_error(lwsc("--set", f"network.base_port={port}", "up", env=env), "Go toolchain")
 
 
-def test_unobtainable_version_fails_before_any_build(state: dict[str, str], tmp_path: Path) -> None:
+def test_unobtainable_version_fails_before_any_build(state: dict[str, str], port: int, tmp_path: Path) -> None:
     env = {**state, "LWSC_CACHE_DIR": str(tmp_path / "empty-cache")}
-    proc = lwsc("--set", "versions.lws=v0.0.1", "--set", f"network.base_port={BASE_PORT}", "build", env=env)
+    proc = lwsc("--set", "versions.lws=v0.0.1", "--set", f"network.base_port={port}", "build", env=env)
     assert_one_line_error(proc, "sigs.k8s.io/lws@v0.0.1", "versions.")
     assert not (tmp_path / "empty-cache" / "bin").exists(), "nothing may be built before versions resolve"
 
 
-def test_component_dying_at_startup_names_it_and_its_log(state: dict[str, str]) -> None:
+def test_component_dying_at_startup_names_it_and_its_log(state: dict[str, str], port: int) -> None:
     ensure_binaries(load_profile(), lambda _m: None)  # cached after `lwsc build`
-    proc = lwsc("--set", "binaries.etcd=/bin/false", "--set", f"network.base_port={BASE_PORT + 100}", "up", env=state)
+    proc = lwsc("--set", "binaries.etcd=/bin/false", "--set", f"network.base_port={port}", "up", env=state)
     assert_one_line_error(proc, "etcd exited during start-up", "etcd.log")
 
 
-def test_certify_refuses_a_partial_selection(state: dict[str, str]) -> None:
+def test_certify_refuses_a_partial_selection(state: dict[str, str], port: int) -> None:
     """A certification run is every requirement: --focus / --skip are refused before anything runs."""
     for extra in (["--focus", "LWS-NAME"], ["--skip", "ROLL"]):
-        proc = lwsc("--set", f"network.base_port={BASE_PORT}", "run", "--certify", *extra, env=state)
+        proc = lwsc("--set", f"network.base_port={port}", "run", "--certify", *extra, env=state)
         assert_one_line_error(proc, "--certify", "--focus/--skip")
         assert not list(Path(state["LWSC_STATE_DIR"]).glob("*/pids")), "a cluster was started"
