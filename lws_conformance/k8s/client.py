@@ -6,11 +6,20 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
+from urllib3.util.retry import Retry
+
+# A restarted kube-apiserver refuses connections for a few seconds (~2-8 s here): requests that
+# never reached it are retried, with backoff, for ~35 s in all; reads of idempotent methods
+# (GET, PUT, DELETE, ...) a few times; a POST/PATCH whose connection broke mid-request is never
+# replayed. Without this, any call during a restart ended a test as `error` (issue 18).
+RETRIES = Retry(total=None, connect=12, read=3, redirect=0, status=0, other=0, backoff_factor=0.25, backoff_max=4)
 
 
 def api_client(kubeconfig: Path | str, context: str | None = None) -> client.ApiClient:
-    api: client.ApiClient = config.new_client_from_config(config_file=str(kubeconfig), context=context)
-    return api
+    cfg = client.Configuration()
+    config.load_kube_config(config_file=str(kubeconfig), context=context, client_configuration=cfg)
+    cfg.retries = RETRIES
+    return client.ApiClient(configuration=cfg)
 
 
 def to_dict(api: client.ApiClient, obj: Any) -> dict[str, Any]:
