@@ -70,3 +70,30 @@ current-context: x
             servers[0].shutdown()
     assert got.git_version == "v1.36.3"
     assert time.monotonic() - started >= 1.4, "answered before the server existed?"
+
+
+def test_a_transient_api_answer_is_retried_by_waits_and_classified() -> None:
+    """A 429 "storage is (re)initializing" (a CRD re-applied by an in-place upgrade; it ended an
+    upgrade test as a false red once) and 5xx are waited out; other errors are not."""
+    from kubernetes.client import ApiException
+
+    from lws_conformance.k8s.client import retry_after
+    from lws_conformance.k8s.wait import wait_for
+
+    busy = ApiException(status=429, reason="Too Many Requests")
+    busy.headers = {"Retry-After": "1"}
+    assert retry_after(busy) == 1.0
+    assert retry_after(ApiException(status=503)) == 1.0
+    assert retry_after(ApiException(status=404)) is None and retry_after(ValueError()) is None
+    calls: list[int] = []
+
+    def list_fn(**_kw: object) -> dict[str, object]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise busy
+        return {"kind": "ConfigMapList", "metadata": {"resourceVersion": "7"},
+                "items": [{"metadata": {"name": "a", "namespace": "n"}}]}
+
+    got = wait_for(client.ApiClient(), list_fn, lambda items: items or None, what="ConfigMaps", condition="one",
+                   timeout=10)
+    assert [i["metadata"]["name"] for i in got] == ["a"] and len(calls) == 2

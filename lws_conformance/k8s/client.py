@@ -22,6 +22,23 @@ def api_client(kubeconfig: Path | str, context: str | None = None) -> client.Api
     return client.ApiClient(configuration=cfg)
 
 
+# Answers a moment of patience cures: 429 (e.g. "storage is (re)initializing" while a CRD is
+# re-applied by an in-place upgrade, with Retry-After) and 500/503/504 from a restarting server.
+TRANSIENT_STATUS = (429, 500, 503, 504)
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds to wait before retrying the call that raised `exc` (its Retry-After, 1 s by
+    default, at most 5 s), or None when `exc` is not a transient API answer."""
+    if not isinstance(exc, client.ApiException) or exc.status not in TRANSIENT_STATUS:
+        return None
+    header = (exc.headers or {}).get("Retry-After") or "1"
+    try:
+        return min(5.0, max(0.1, float(header)))
+    except ValueError:
+        return 1.0
+
+
 def to_dict(api: client.ApiClient, obj: Any) -> dict[str, Any]:
     """Typed model or dict -> plain dict with API field names (camelCase)."""
     if isinstance(obj, dict):

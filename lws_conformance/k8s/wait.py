@@ -18,7 +18,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
 from ..errors import WaitTimeout
-from .client import to_dict
+from .client import retry_after, to_dict
 
 Obj = dict[str, Any]
 Predicate = Callable[[list[Obj]], Any]
@@ -106,7 +106,14 @@ def _run(
     deadline = time.monotonic() + timeout
     seen: dict[str, Obj] = {}
     while True:
-        resp = list_fn(**list_kwargs)
+        try:
+            resp = list_fn(**list_kwargs)
+        except ApiException as exc:
+            pause = retry_after(exc)
+            if pause is None or time.monotonic() + pause >= deadline:
+                raise
+            time.sleep(pause)  # a transient answer (429/5xx, Retry-After): list again
+            continue
         body = to_dict(api, resp)
         kind = (body.get("kind") or "").removesuffix("List")
         seen = {}
@@ -122,7 +129,11 @@ def _run(
         except ApiException as exc:
             if exc.status == 410:
                 continue  # resourceVersion too old: re-list
-            raise
+            pause = retry_after(exc)
+            if pause is None:
+                raise
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))  # transient: re-list
+            result = None
         except (ProtocolError, ReadTimeoutError):
             result = None  # connection dropped: re-list if time remains
         if result:

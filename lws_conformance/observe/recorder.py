@@ -31,6 +31,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from ..errors import InfraError
+from ..k8s.client import retry_after
 from .timeline import Obj, Timeline, snapshot
 
 LWS = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
@@ -171,7 +172,14 @@ class Recorder:
         first = True
         try:
             while not self._stopping.is_set():
-                body = _raw_list(src)
+                try:
+                    body = _raw_list(src)
+                except ApiException as exc:
+                    pause = retry_after(exc)
+                    if pause is None:
+                        raise
+                    self._stopping.wait(pause)  # transient (429/5xx): list again
+                    continue
                 self._apply_list(k, body, "list" if first else "relist")
                 if not first:
                     self.timeline.gaps.append({"kind": src.kind, "t": time.monotonic() - self.timeline.started_mono})
@@ -217,8 +225,10 @@ class Recorder:
             except ApiException as exc:
                 if exc.status == 410:
                     return False
-                if not self._stopping.is_set():
+                pause = retry_after(exc)
+                if pause is None and not self._stopping.is_set():
                     raise
+                self._stopping.wait(pause or 0)  # transient (429/5xx): resume from the same rv
             except (HTTPError, OSError, ValueError):
                 if self._stopping.is_set():
                     return True

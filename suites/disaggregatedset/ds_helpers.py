@@ -1,8 +1,9 @@
 """Shared pieces of the DisaggregatedSet suite: the object builder, child lookups and waits.
 
 Not a test module. A DisaggregatedSet (LWS >= v0.9.0) serves each role with one LWS per revision,
-named <set>-<revision>-<role> and labelled disaggregatedset.x-k8s.io/{name,role,revision}; its
-headless Services are named <set>-<revision>-<role>-prv (KEP-766).
+named <set>-<revision>-<role> (KEP-766; from v0.10.0 <set>-<slice>-<revision>-<role>, slice 0 by
+default: `child_name`) and labelled disaggregatedset.x-k8s.io/{name,role,revision}; its headless
+Services are named after the child LWS, <child>-prv.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from lws_conformance.catalogue import parse_version
 from lws_conformance.k8s.wait import scale
 from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
 
@@ -17,11 +19,29 @@ Obj = dict[str, Any]
 GROUP, VERSION, PLURAL = "disaggregatedset.x-k8s.io", "v1", "disaggregatedsets"
 API = f"{GROUP}/{VERSION}"
 PREFIX = "disaggregatedset.x-k8s.io/"
-SET, ROLE, REVISION = PREFIX + "name", PREFIX + "role", PREFIX + "revision"
+SET, ROLE, REVISION, SLICE = PREFIX + "name", PREFIX + "role", PREFIX + "revision", PREFIX + "slice"
 IMAGE = "registry.k8s.io/nginx-slim:0.27"
 # "Must never happen" window: the controller creates Services ~1 s after the roles turn ready
 # (measured on the local cluster, 2 shared cores); 5 s covers several reconciles, scaled.
 OBSERVE_SECONDS = 5.0
+
+
+# v0.10.0 docs (site/content/en/docs/examples/disaggregatedset.md, PR #951): "The DisaggregatedSet
+# controller names each child LeaderWorkerSet using a slice index ... <DisaggregatedSet-name>-<slice>-
+# <revision-hash>-<role-name> ... Controllers at v0.9.0 or older predate slices and omit the <slice>
+# segment."
+SLICED_NAMES_SINCE = (0, 10, 0)
+
+
+def sliced(sc: Scenario) -> bool:
+    """Does the LWS under test name DisaggregatedSet children with a slice index (v0.10.0+)?"""
+    have = (sc.cluster.versions or {}).get("lws")
+    return have is None or parse_version(have) >= SLICED_NAMES_SINCE
+
+
+def child_name(sc: Scenario, set_name: str, revision: str, role: str, slice_index: int = 0) -> str:
+    """The child LWS of `role` at `revision`, as this LWS version names it."""
+    return f"{set_name}-{slice_index}-{revision}-{role}" if sliced(sc) else f"{set_name}-{revision}-{role}"
 
 
 def container(name: str, image: str = IMAGE) -> Obj:

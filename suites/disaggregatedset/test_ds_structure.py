@@ -30,7 +30,7 @@ def _prv(objs: list[Obj], set_name: str) -> dict[str, Obj]:
     return {s["metadata"]["name"]: s for s in D.children(objs, set_name) if s["metadata"]["name"].endswith("-prv")}
 
 
-def _check_lws(ds: Obj, by_role: dict[str, Obj], claim: Claims) -> str:
+def _check_lws(sc: Scenario, ds: Obj, by_role: dict[str, Obj], claim: Claims) -> str:
     name, uid = ds["metadata"]["name"], ds["metadata"]["uid"]
     revs = {o["metadata"]["labels"][D.REVISION] for o in by_role.values()}
     rev = next(iter(revs))
@@ -38,7 +38,7 @@ def _check_lws(ds: Obj, by_role: dict[str, Obj], claim: Claims) -> str:
         assert len(revs) == 1, f"roles on several revisions: {revs}"
         for role, o in by_role.items():
             labels = o["metadata"]["labels"]
-            assert o["metadata"]["name"] == f"{name}-{rev}-{role}", o["metadata"]["name"]
+            assert o["metadata"]["name"] == D.child_name(sc, name, rev, role), o["metadata"]["name"]
             assert (labels.get(D.SET), labels.get(D.ROLE)) == (name, role), labels
     with claim("LWS-DSCHILD-002"):
         for r in ds["spec"]["roles"]:
@@ -70,7 +70,7 @@ def test_one_lws_per_role_with_services_and_gc(scenario: Scenario, claim: Claims
     sc.create(D.dset("llm", [D.role("prefill", 2, 2, metadata=meta), D.role("decode", 1, 1)]))
     by_role = D.wait_roles(sc, "llm", {"prefill": 2, "decode": 1}, "one ready LWS per role, one revision")
     ds = D.get(sc, "llm")
-    rev = _check_lws(ds, by_role, claim)
+    rev = _check_lws(sc, ds, by_role, claim)
     pods = sc.pods()
     with claim("LWS-DSCHILD-003"):
         for role, o in by_role.items():
@@ -79,7 +79,7 @@ def test_one_lws_per_role_with_services_and_gc(scenario: Scenario, claim: Claims
             for p in mine:
                 labels = p["metadata"]["labels"]
                 assert (labels.get(D.SET), labels.get(D.ROLE), labels.get(D.REVISION)) == ("llm", role, rev), labels
-    want = {f"llm-{rev}-{role}-prv": role for role in by_role}
+    want = {D.child_name(sc, "llm", rev, role) + "-prv": role for role in by_role}
     with claim("LWS-DSSVC-001"):
         svcs = sc.wait_services(
             lambda objs: _prv(objs, "llm") if set(_prv(objs, "llm")) == set(want) else None,
@@ -88,11 +88,12 @@ def test_one_lws_per_role_with_services_and_gc(scenario: Scenario, claim: Claims
         for sname, s in svcs.items():
             role = want[sname]
             labels = {D.SET: "llm", D.ROLE: role, D.REVISION: rev}
+            selector = {**labels, D.SLICE: "0"} if D.sliced(sc) else labels  # v0.10.0 selects the slice too
             assert s["spec"].get("clusterIP") == "None", f"{sname} is not headless: {s['spec']}"
             got = {k: s["metadata"]["labels"].get(k) for k in labels}
-            assert s["spec"]["selector"] == labels, f"{sname}: selector {s['spec']['selector']}, want {labels}"
+            assert s["spec"]["selector"] == selector, f"{sname}: selector {s['spec']['selector']}, want {selector}"
             assert got == labels, f"{sname}: labels {got}, want {labels}"
-            selected = {p["metadata"]["name"] for p in sc.pods(",".join(f"{k}={v}" for k, v in labels.items()))}
+            selected = {p["metadata"]["name"] for p in sc.pods(",".join(f"{k}={v}" for k, v in selector.items()))}
             expected = {
                 p["metadata"]["name"]
                 for p in pods
@@ -208,7 +209,7 @@ def test_scaling_a_role_and_restarting_a_group(scenario: Scenario, claim: Claims
             assert {r: o["metadata"]["uid"] for r, o in after.items()} == {
                 r: o["metadata"]["uid"] for r, o in before.items()
             }
-        leader = f"sc-{rev}-prefill-1"
+        leader = D.child_name(sc, "sc", rev, "prefill") + "-1"
         old_uid = sc.core.read_namespaced_pod(leader, sc.namespace).metadata.uid
         # the leader: its group is rebuilt (deleting a worker instead can hit kubernetes-sigs/lws#998,
         # a worker replaced alone: see the lws-998 known deviation of CHAOS-RESTART-001)

@@ -26,6 +26,8 @@ PARTITION_MSG = (
     "DisaggregatedSet controller"
 )
 MIXED_MSG = "replicas must be zero for all roles or non-zero for all roles"
+# v0.10.0 (External scaling, PR #922): the rule spares External roles and says so
+MIXED_MSG_SINCE_V0_10 = "replicas must be zero for all non-External roles or non-zero for all non-External roles"
 
 
 def _outcome(call: Any) -> tuple[Obj | None, int | None, str]:
@@ -89,8 +91,9 @@ def test_role_count_names_and_uniqueness(scenario: Scenario) -> None:
 @pytest.mark.requirement("LWS-DSVALID-002")
 def test_replicas_all_zero_or_all_non_zero(scenario: Scenario) -> None:
     sc = scenario
-    rejected(sc, D.dset("mixed", [D.role("prefill", 0), D.role("decode", 2)]), 422, MIXED_MSG)
-    rejected(sc, D.dset("mixed2", [D.role("prefill", 3), D.role("decode", 0), D.role("x", 1)]), 422, MIXED_MSG)
+    mixed = MIXED_MSG_SINCE_V0_10 if D.sliced(sc) else MIXED_MSG
+    rejected(sc, D.dset("mixed", [D.role("prefill", 0), D.role("decode", 2)]), 422, mixed)
+    rejected(sc, D.dset("mixed2", [D.role("prefill", 3), D.role("decode", 0), D.role("x", 1)]), 422, mixed)
     accepted(sc, D.dset("zeros", [D.role("prefill", 0), D.role("decode", 0)]))
     accepted(sc, D.dset("ones", [D.role("prefill", 3), D.role("decode", 1)]))
     accepted(sc, D.dset("unset", [D.role("prefill", None), D.role("decode", 2)]))  # replicas defaults to 1
