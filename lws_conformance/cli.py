@@ -219,6 +219,22 @@ def _default_reports() -> str:
     return os.environ.get("ARTIFACTS") or str(Path.cwd() / "reports")
 
 
+def _new_run_id(args: argparse.Namespace) -> str:
+    """A run id from the time, unique among the report directories: its directory is created
+    here (exclusively), so two runs started in the same second never share one."""
+    reports = Path(args.reports).expanduser().resolve()
+    reports.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 100):
+        run_id = stamp if n == 1 else f"{stamp}{n}"
+        try:
+            (reports / run_id).mkdir()
+            return run_id
+        except FileExistsError:
+            continue
+    raise UserError(f"{reports} already has 99 runs started at {stamp}; use another --reports directory")
+
+
 def _reports_dir(args: argparse.Namespace, run_id: str) -> Path:
     reports = Path(args.reports).expanduser().resolve()
     out = reports / run_id
@@ -284,7 +300,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if provider == "existing" and not args.kubeconfig:
         raise UserError("the existing provider needs --kubeconfig PATH (and optionally --context NAME)")
     cli_conventions.check_selection(_selection(args))  # exit 2 before any cluster if it selects nothing
-    run_id = time.strftime("%Y%m%d-%H%M%S")
+    run_id = _new_run_id(args)
     pytest_run_id = run_id.replace("-", "")[4:]
     if provider == "existing":
         out = _reports_dir(args, run_id)
