@@ -72,11 +72,15 @@ def test_mismatched_podset_group_annotations_are_rejected(
 def test_queue_name_change_on_running_lws_is_rejected(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
 ) -> None:
-    """A running LWS's kueue.x-k8s.io/queue-name cannot be changed (immutable on Kueue v0.17)."""
+    """A running LWS's kueue.x-k8s.io/queue-name cannot be changed (immutable on Kueue v0.17; from
+    v0.18 once the LWS status counts a Ready replica: the webhook reads status.readyReplicas)."""
     gpu = lwsc_cluster.topology.gpu_resource
     K.plain_queue(scenario, unique, {"cpu": "100", "memory": "100Gi", gpu: "2"})
     scenario.create(workloads.lws("qn", replicas=1, size=2, gpus=1, gpu_resource=gpu, queue=K.QUEUE))
     scenario.wait_pods(K.all_ready(1, 2), "the group Ready", selector=K.selector("qn"))
+    scenario.wait_lws(
+        "qn", lambda o: (o.get("status") or {}).get("readyReplicas", 0) >= 1, "status.readyReplicas counts the group"
+    )
     msg = _rejected(
         scenario, lambda: scenario.patch_lws("qn", {"metadata": {"labels": {workloads.QUEUE_LABEL: "other"}}})
     )
