@@ -10,6 +10,8 @@ import os
 import secrets
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,6 +57,7 @@ def sa_kubeconfig(k8s: client.ApiClient, lwsc_cluster: ClusterHandle, run_id: st
         core.create_namespaced_service_account(ns, docs["ServiceAccount"])
         rbac.create_cluster_role(role)
         rbac.create_cluster_role_binding(binding)
+        _wait_authorized(k8s, f"system:serviceaccount:{ns}:{incluster.NAME}")
         spec = client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600)
         request = client.AuthenticationV1TokenRequest(spec=spec)
         token = core.create_namespaced_service_account_token(incluster.NAME, ns, request)
@@ -75,6 +78,16 @@ def sa_kubeconfig(k8s: client.ApiClient, lwsc_cluster: ClusterHandle, run_id: st
             with contextlib.suppress(ApiException):
                 delete()
         core.delete_namespace(ns)
+
+
+def _wait_authorized(k8s: client.ApiClient, user: str, timeout: float = 15) -> None:
+    """The apiserver's RBAC authorizer learns a new binding from its own informer, a moment after
+    the create returns (a CI run once saw the first `list nodes` refused with 403). Its decisions
+    are not watchable, so ask it (SubjectAccessReview) until it allows what the binding grants."""
+    deadline, tick = time.monotonic() + timeout, threading.Event()
+    while not _review(k8s, user, "", "nodes", "list", None):
+        assert time.monotonic() < deadline, f"RBAC for {user} not in effect after {timeout:.0f}s"
+        tick.wait(0.1)
 
 
 def _review(k8s: client.ApiClient, user: str, group: str, resource: str, verb: str, ns: str | None) -> bool:
