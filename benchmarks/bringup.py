@@ -38,7 +38,7 @@ def main() -> None:
     ap.add_argument("--kwokctl", default=None, help="also time kwokctl's binary runtime with the same binaries")
     args = ap.parse_args()
     profile = load_profile("default", ["network.base_port=17000"])
-    ensure_binaries(profile, print)
+    bins = ensure_binaries(profile, print)
     cluster = LocalCluster(profile, name="bench")
     ups, downs, mems = [], [], []
     per_component: dict[str, int] = {}
@@ -52,17 +52,17 @@ def main() -> None:
         t0 = time.monotonic()
         cluster.down()
         downs.append(time.monotonic() - t0)
-    bins = cache.cache_root() / "bin"
+    bin_dir = cache.cache_root() / "bin"
     result = {
         "rounds": args.rounds,
         "up_seconds": {"median": statistics.median(ups), "max": max(ups), "all": ups},
         "down_seconds": {"median": statistics.median(downs), "max": max(downs), "all": downs},
         "idle_rss_gib": {"median": statistics.median(mems) / 2**30, "max": max(mems) / 2**30},
         "idle_rss_mib_by_component": {k: round(v / 2**20) for k, v in sorted(per_component.items())},
-        "binary_cache_mib": round(cache.size_bytes(bins) / 2**20),
+        "binary_cache_mib": round(cache.size_bytes(bin_dir) / 2**20),
     }
     if args.kwokctl:
-        times = kwokctl_rounds(args.kwokctl, ensure_binaries(profile, print), args.rounds)
+        times = kwokctl_rounds(args.kwokctl, bins, args.rounds)
         result["kwokctl_binary_up_seconds"] = {"median": statistics.median(times), "max": max(times), "all": times}
     print(json.dumps(result, indent=2))
 

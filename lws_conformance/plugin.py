@@ -28,11 +28,11 @@ from .errors import LwscError, UserError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
 from .k8s.wait import SCALE_ENV
-from .profile import load_profile
+from .profile import Profile, load_profile
 from .providers import existing
 from .providers.base import ClusterHandle
 from .providers.health import dead_components
-from .providers.local import LocalCluster, claim_port_range, release_port_range, state_root
+from .providers.local import LocalCluster, claimed_cluster, state_root
 from .report import evidence, render, summary
 from .scenario import Scenario
 from .toolchain import cache as bincache
@@ -318,19 +318,16 @@ def private_cluster(request: pytest.FixtureRequest, run_id: str) -> Iterator[Loc
     Tests must restore what they break; the cluster is brought down at the end."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     opt = request.config.getoption
-    port = claim_port_range()
-    try:
-        profile = load_profile(opt("--lwsc-profile"), [*opt("--lwsc-set"), f"network.base_port={port}"])
-        cluster = LocalCluster(profile, name=f"private-{run_id}-{worker}")
-        cluster.up(lambda msg: print(f"[lwsc private] {msg}", file=sys.stderr, flush=True))
-    except BaseException:
-        release_port_range(port)
-        raise  # the tests that need it error out; the worker and other tests carry on
-    try:
+
+    def profile_at(port: int) -> Profile:
+        return load_profile(opt("--lwsc-profile"), [*opt("--lwsc-set"), f"network.base_port={port}"])
+
+    def progress(msg: str) -> None:
+        print(f"[lwsc private] {msg}", file=sys.stderr, flush=True)
+
+    # a failed bring-up errors the tests that need it; the worker and the other tests carry on
+    with claimed_cluster(profile_at, f"private-{run_id}-{worker}", progress) as cluster:
         yield cluster
-    finally:
-        cluster.down()
-        release_port_range(port)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import pytest
 
 from .profile import Profile, load_profile
-from .providers.local import LocalCluster, claim_port_range, release_port_range
+from .providers.local import LocalCluster, claimed_cluster
 
 
 def target(config: pytest.Config, port: int | None = None) -> Profile:
@@ -35,12 +35,13 @@ def start_cluster(config: pytest.Config, run_id: str, component: str, start: str
     as the profile under test says; brought down (and its ports released) at the end."""
     if start is None:
         pytest.skip(f"profile key upgrade.{component}_from is empty: no version to upgrade from")
-    port = claim_port_range()
-    begin = target(config, port).upgrade_start(component, start)
-    cluster = LocalCluster(begin, name=f"private-{run_id}-{component}{start.replace('.', '')}")
-    try:
-        cluster.up(lambda msg: print(f"[lwsc private upgrade] {msg}", file=sys.stderr, flush=True))
+    version = start
+
+    def profile_at(port: int) -> Profile:
+        return target(config, port).upgrade_start(component, version)
+
+    def progress(msg: str) -> None:
+        print(f"[lwsc private upgrade] {msg}", file=sys.stderr, flush=True)
+
+    with claimed_cluster(profile_at, f"private-{run_id}-{component}{start.replace('.', '')}", progress) as cluster:
         yield cluster
-    finally:
-        cluster.down()
-        release_port_range(port)

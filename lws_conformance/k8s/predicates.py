@@ -155,6 +155,17 @@ def _ref(e: WatchEvent) -> str:
     return f"{e.type} {e.kind}/{e.obj.get('name')} rv {e.obj.get('rv')}"
 
 
+def _against_start(
+    events: Sequence[WatchEvent], mine: Callable[[WatchEvent], bool]
+) -> tuple[dict[tuple[str, str], WatchEvent], list[tuple[WatchEvent, WatchEvent | None]]]:
+    """For "nothing may change" checks: the objects `mine` selects as the recording found them
+    (by kind and name), and each later write to one of them with its starting state (None: an
+    object that was not there)."""
+    initial, history = _split(events)
+    start = {(e.kind, str(e.obj.get("name"))): e for e in initial if mine(e)}
+    return start, [(e, start.get((e.kind, str(e.obj.get("name"))))) for e in history if mine(e)]
+
+
 def lws_condition_history(events: Sequence[WatchEvent], name: str) -> list[dict[str, str]]:
     """The successive condition sets (type -> status) LeaderWorkerSet `name` reported, in write
     order, with repeats of the same set dropped."""
@@ -400,7 +411,6 @@ def upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> list[st
     was when the recording started (its groups whole and Ready): no pod deleted, replaced or not
     Ready, no pod or StatefulSet on another template revision, no StatefulSet partition or replica
     change, the LWS Available=True without UpdateInProgress=True. Returns every disturbance, in order."""
-    initial, history = _split(events)
 
     def mine(e: WatchEvent) -> bool:
         if e.kind == "LeaderWorkerSet":
@@ -431,14 +441,11 @@ def upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> list[st
         )
         return [k for k, v in checks if v]
 
-    start = {(e.kind, str(e.obj.get("name"))): e for e in initial if mine(e)}
+    start, writes = _against_start(events, mine)
     out = [f"{_ref(e)}: {', '.join(w)} before the upgrade" for e in start.values() if (w := wrong(e))]
     if not any(k == "LeaderWorkerSet" for k, _ in start) or not any(k == "Pod" for k, _ in start):
         out.append(f"LWS {lws_name} and its pods were not there when the recording started")
-    for e in history:
-        if not mine(e):
-            continue
-        before = start.get((e.kind, str(e.obj.get("name"))))
+    for e, before in writes:
         if before is None:
             out.append(f"{_ref(e)}: a new {e.kind}")
             continue
@@ -454,7 +461,6 @@ def kueue_upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> l
     of the namespace must stay exactly as the recording found it: no pod deleted, replaced, moved,
     ungated or gated, or changing readiness; no Workload deleted, replaced, or changing its
     QuotaReserved, Admitted, Evicted or PodsReady condition; nothing new. Returns every disturbance."""
-    initial, history = _split(events)
 
     def mine(e: WatchEvent) -> bool:
         return e.kind == "Workload" or (e.kind == "Pod" and _labels(e.obj).get(NAME_LABEL) == lws_name)
@@ -466,14 +472,11 @@ def kueue_upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> l
         c = _conds(o)
         return (o.get("uid"), *(c.get(k) for k in ("QuotaReserved", "Admitted", "Evicted", "PodsReady")))
 
-    start = {(e.kind, str(e.obj.get("name"))): e for e in initial if mine(e)}
+    start, writes = _against_start(events, mine)
     out = []
     if not any(k == "Workload" for k, _ in start) or not any(k == "Pod" for k, _ in start):
         out.append(f"LWS {lws_name}'s pods and Workloads were not there when the recording started")
-    for e in history:
-        if not mine(e):
-            continue
-        before = start.get((e.kind, str(e.obj.get("name"))))
+    for e, before in writes:
         if before is None:
             out.append(f"{_ref(e)}: a new {e.kind}")
         elif e.type == "DELETED" or e.obj.get("deleting"):

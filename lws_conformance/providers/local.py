@@ -17,6 +17,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,6 +104,23 @@ def claim_port_range(first: int = 19000, last: int = 29000, step: int = 100) -> 
 
 def release_port_range(base: int) -> None:
     (state_root() / "port-claims" / str(base)).unlink(missing_ok=True)
+
+
+@contextmanager
+def claimed_cluster(profile_at: Callable[[int], Profile], name: str, progress: Progress) -> Iterator[LocalCluster]:
+    """An extra local cluster (a test's private one) on a claimed block of ports: `profile_at`
+    gives its profile for the claimed base port. Brought up on entry; brought down and its ports
+    released on exit, also when the bring-up itself failed."""
+    port = claim_port_range()
+    cluster: LocalCluster | None = None
+    try:
+        cluster = LocalCluster(profile_at(port), name=name)
+        cluster.up(progress)
+        yield cluster
+    finally:
+        if cluster is not None:
+            cluster.down()
+        release_port_range(port)
 
 
 @dataclass

@@ -15,8 +15,8 @@ import kueue_helpers as K
 import pytest
 
 from lws_conformance import workloads
-from lws_conformance.profile import load_profile
-from lws_conformance.providers.local import LocalCluster, claim_port_range, release_port_range
+from lws_conformance.profile import Profile, load_profile
+from lws_conformance.providers.local import LocalCluster, claimed_cluster
 from lws_conformance.scenario import Scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("kueue-manage-unlabelled")]
@@ -26,15 +26,16 @@ pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("kueue-manage-unlabel
 def private_cluster(request: pytest.FixtureRequest, run_id: str) -> Iterator[LocalCluster]:
     """A local cluster of this module's own whose Kueue manages jobs without a queue name."""
     opt = request.config.getoption
-    port = claim_port_range()
-    overrides = [*opt("--lwsc-set"), f"network.base_port={port}", "kueue.manage_jobs_without_queue_name=true"]
-    cluster = LocalCluster(load_profile(opt("--lwsc-profile"), overrides), name=f"private-{run_id}-mjwq")
-    try:
-        cluster.up(lambda msg: print(f"[lwsc private mjwq] {msg}", file=sys.stderr, flush=True))
+
+    def profile_at(port: int) -> Profile:
+        overrides = [*opt("--lwsc-set"), f"network.base_port={port}", "kueue.manage_jobs_without_queue_name=true"]
+        return load_profile(opt("--lwsc-profile"), overrides)
+
+    def progress(msg: str) -> None:
+        print(f"[lwsc private mjwq] {msg}", file=sys.stderr, flush=True)
+
+    with claimed_cluster(profile_at, f"private-{run_id}-mjwq", progress) as cluster:
         yield cluster
-    finally:
-        cluster.down()
-        release_port_range(port)
 
 
 @pytest.mark.requirement("KUEUE-UNQUEUED-002")

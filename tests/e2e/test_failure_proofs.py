@@ -24,8 +24,8 @@ import pytest
 from kubernetes import client
 
 from lws_conformance.k8s.client import api_client
-from lws_conformance.profile import load_profile
-from lws_conformance.providers.local import LocalCluster, claim_port_range, release_port_range
+from lws_conformance.profile import Profile, load_profile
+from lws_conformance.providers.local import LocalCluster, claimed_cluster
 from lws_conformance.toolchain.gobuild import module_dir
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("failure-proofs")]
@@ -188,15 +188,15 @@ def mutant_cluster(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """A private cluster whose LWS is built from the pinned module source with benchmark mutant
     lws-01 applied (LWS_WORKER_INDEX set to the group index), through `sources.lws`."""
     src, pinned = mutant_tree(tmp_path_factory, "01-env-worker-index-is-group-index.patch")
-    port = claim_port_range()
-    overrides = [f"network.base_port={port}", f"sources.lws={src}", f"versions.lws={pinned}"]
-    cluster = LocalCluster(load_profile("default", overrides), name=f"private-{run_id}-mut")
-    try:
-        cluster.up(lambda msg: print(f"[lwsc mutant] {msg}", file=sys.stderr, flush=True))
+
+    def profile_at(port: int) -> Profile:
+        return load_profile("default", [f"network.base_port={port}", f"sources.lws={src}", f"versions.lws={pinned}"])
+
+    def progress(msg: str) -> None:
+        print(f"[lwsc mutant] {msg}", file=sys.stderr, flush=True)
+
+    with claimed_cluster(profile_at, f"private-{run_id}-mut", progress) as cluster:
         yield cluster
-    finally:
-        cluster.down()
-        release_port_range(port)
 
 
 def test_env_requirement_goes_red_against_a_mutant_lws(
