@@ -67,13 +67,34 @@ def parse_version(v: str) -> tuple[int, int, int]:
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
+_ON_MAIN = re.compile(r"\+main\.(\d+)(?:@|$)")
+
+
+def reached(have: str, mark: str) -> bool:
+    """Does the code of version `have` contain what version `mark` introduced?
+
+    Releases compare as versions. A build from main is named `vX.Y.Z+main.N@<sha>` (gitsource):
+    N first-parent commits after the tag vX.Y.Z on main, which squash-merges, so along main
+    (tag, N) orders the code. A main mark (`since: v0.10.0+main.6`, the PR's commit) is reached by
+    a main build at or after it and by the next minor release on; patch releases of the same minor
+    are cut from release branches and are not assumed to carry it. A release mark is reached by a
+    main build whose tag is at or after it."""
+    have_main, mark_main = _ON_MAIN.search(have), _ON_MAIN.search(mark)
+    hv, mv = parse_version(have), parse_version(mark)
+    if not mark_main:
+        return hv >= mv
+    if have_main:
+        return (hv, int(have_main.group(1))) >= (mv, int(mark_main.group(1)))
+    return hv[:2] > mv[:2]
+
+
 def not_applicable(req: Requirement, installed: dict[str, str]) -> str | None:
     """Why `req` does not apply to the installed versions, or None if it applies."""
     for component, since in req.since.items():
         have = installed.get(component)
         if have is None:
             return f"{component} is not installed (requirement holds since {component} {since})"
-        if parse_version(have) < parse_version(since):
+        if not reached(have, since):
             return f"requires {component} >= {since}, installed {have}"
     return None
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from . import resources
-from .catalogue import parse_version
+from .catalogue import parse_version, reached
 
 ROOT = resources.root()
 FILE = resources.fixtures() / "known-deviations.yaml"
@@ -31,7 +31,7 @@ class Deviation:
     requirement: str
     component: str
     introduced: str | None  # first affected version (None: every version the requirement covers)
-    fixed: str | None  # first released version without it (None: every released version has it)
+    fixed: str | None  # first version without it, a release or a main build `vX.Y.Z+main.N` (catalogue.reached)
     kind: str
     symptom: re.Pattern[str]
     exception: str | None  # exception class name the failure must have, if set
@@ -48,10 +48,9 @@ class Deviation:
         have = versions.get(self.component)
         if have is None:
             return False
-        v = parse_version(have)
-        if self.introduced and v < parse_version(self.introduced):
+        if self.introduced and not reached(have, self.introduced):
             return False
-        return not (self.fixed and v >= parse_version(self.fixed))
+        return not (self.fixed and reached(have, self.fixed))
 
     def matches(self, exception: str, message: str) -> bool:
         """Does a failure show this deviation's symptom? The symptom is matched against the

@@ -6,8 +6,10 @@ ref to a commit, exports that commit's tree with `git archive` into the cache
 never half-written) and names the version of the code that will run:
 
 - the commit carries a release tag (`vX.Y.Z`, the ref itself when the ref is a tag): that tag;
-- otherwise `<nearest ancestor tag>+<branch or "commit">@<short sha>`, e.g. `v0.10.0+main@060ab4d`
-  (what `git describe` finds; version gating reads the `v0.10.0` part: main contains it).
+- otherwise `<nearest ancestor tag>+<branch or "commit">.<N>@<short sha>`, e.g.
+  `v0.10.0+main.11@060ab4d`: N first-parent commits after the tag (what `git describe` finds).
+  Version gating reads the tag, and on main also N: `since: v0.10.0+main.6` marks a rule merged
+  to main as its 6th commit after v0.10.0 (`catalogue.reached`).
 
 A plain directory (no `@REF`): a git work tree is described the same way from its HEAD (`-dirty`
 when files differ); a directory outside git has no knowable version, so its `versions.<component>`
@@ -85,7 +87,8 @@ def version_at(repo: Path, commit: str, ref: str | None) -> str:
         base = "v0.0.0"
     short = _git(repo, "rev-parse", "--short=7", commit)
     name = ref if ref and _is_branch(repo, ref) else "commit"
-    return f"{base}+{re.sub(r'[^0-9A-Za-z.-]', '-', name)}@{short}"
+    after = _git(repo, "rev-list", "--count", "--first-parent", f"{base}..{commit}", check=False) or "0"
+    return f"{base}+{re.sub(r'[^0-9A-Za-z-]', '-', name)}.{after}@{short}"
 
 
 def _key(tag: str) -> tuple[int, ...]:

@@ -55,6 +55,27 @@ def test_gating_compares_versions_numerically() -> None:
     assert "not installed" in (not_applicable(req, {}) or "")
 
 
+@pytest.mark.parametrize(
+    ("have", "mark", "expected"),
+    [
+        ("v0.10.0", "v0.9.0", True),
+        ("v0.9.0", "v0.10.0", False),
+        ("v0.10.0+main.11@060ab4d", "v0.10.0", True),  # main after the tag contains it
+        ("v0.10.0+main.11@060ab4d", "v0.10.1", False),  # not a patch cut from a release branch
+        ("v0.10.0+main.11@060ab4d", "v0.10.0+main.6", True),
+        ("v0.10.0+main.6@e9d2c6f", "v0.10.0+main.6", True),
+        ("v0.10.0+main.5@aaaaaaa", "v0.10.0+main.6", False),
+        ("v0.10.0+main.11@060ab4d.dirty", "v0.10.0+main.6", True),
+        ("v0.10.0", "v0.10.0+main.6", False),
+        ("v0.10.1", "v0.10.0+main.6", False),  # a patch release need not carry main's commit
+        ("v0.11.0", "v0.10.0+main.6", True),
+        ("v0.10.0+feature-x.40@bbbbbbb", "v0.10.0+main.6", False),  # other branches: the tag only
+    ],
+)
+def test_main_builds_order_by_commits_after_their_tag(have: str, mark: str, expected: bool) -> None:
+    assert catalogue.reached(have, mark) is expected
+
+
 API = "https://github.com/kubernetes-sigs/lws/blob/v0.9.0/api/leaderworkerset/v1/leaderworkerset_types.go"
 
 

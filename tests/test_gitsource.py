@@ -57,8 +57,8 @@ def test_tag_branch_and_commit_versions(repo: Path) -> None:
     short = main_sha[:7]
     assert gitsource.resolve("lws", f"{repo}@v0.10.0", "v0.9.0", False).version == "v0.10.0"
     on_main = gitsource.resolve("lws", f"{repo}@main", "v0.9.0", False)
-    assert on_main.version == f"v0.10.0+main@{short}" and on_main.commit == main_sha
-    assert gitsource.resolve("lws", f"{repo}@{main_sha}", "v0.9.0", False).version == f"v0.10.0+commit@{short}"
+    assert on_main.version == f"v0.10.0+main.1@{short}" and on_main.commit == main_sha
+    assert gitsource.resolve("lws", f"{repo}@{main_sha}", "v0.9.0", False).version == f"v0.10.0+commit.1@{short}"
     # a branch whose head carries a release tag is that release
     assert gitsource.resolve("lws", f"{repo}@feature/x", "v0.9.0", False).version == "v0.10.0"
     assert gitsource.resolve("lws", f"{repo}@v0.9.0", "v0.10.0", True).version == "v0.9.0"
@@ -89,9 +89,9 @@ def test_bad_ref_and_bad_dir_are_user_errors(repo: Path, tmp_path: Path) -> None
 
 def test_work_tree_is_described_from_head(repo: Path) -> None:
     short = _git(repo, "rev-parse", "--short=7", "main")
-    assert gitsource.resolve("lws", str(repo), "v0.9.0", False).version == f"v0.10.0+main@{short}"
+    assert gitsource.resolve("lws", str(repo), "v0.9.0", False).version == f"v0.10.0+main.1@{short}"
     (repo / "go.mod").write_text("changed\n")
-    assert gitsource.resolve("lws", str(repo), "v0.9.0", False).version == f"v0.10.0+main@{short}.dirty"
+    assert gitsource.resolve("lws", str(repo), "v0.9.0", False).version == f"v0.10.0+main.1@{short}.dirty"
     _git(repo, "checkout", "-q", "-f", "v0.9.0")
     assert gitsource.resolve("lws", str(repo), "v0.10.0", False).version == "v0.9.0"
 

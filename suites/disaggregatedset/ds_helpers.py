@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lws_conformance.catalogue import parse_version
+from lws_conformance.catalogue import parse_version, reached
 from lws_conformance.k8s.wait import scale
 from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
 
@@ -37,6 +37,19 @@ def sliced(sc: Scenario) -> bool:
     """Does the LWS under test name DisaggregatedSet children with a slice index (v0.10.0+)?"""
     have = (sc.cluster.versions or {}).get("lws")
     return have is None or parse_version(have) >= SLICED_NAMES_SINCE
+
+
+# LWS PR #966 (main e9d2c6f, the 6th commit after v0.10.0): the webhook refuses a set whose
+# generated Service name <set>-<slice>-<revision>-<role>-prv would exceed 63 characters.
+GENERATED_NAMES_SINCE = "v0.10.0+main.6"
+GENERATED_NAME_STATUS = 403  # the webhook's refusal (the schema's are 422)
+GENERATED_NAME_MESSAGE = "would exceed the DNS-1035 limit of 63 characters"
+
+
+def checks_generated_names(sc: Scenario) -> bool:
+    """Does the LWS under test refuse sets whose generated names would not fit (LWS-DSVALID-005)?"""
+    have = (sc.cluster.versions or {}).get("lws")
+    return have is not None and reached(have, GENERATED_NAMES_SINCE)
 
 
 def child_name(sc: Scenario, set_name: str, revision: str, role: str, slice_index: int = 0) -> str:
@@ -70,8 +83,8 @@ def rollout(r: Obj, max_surge: int | str, max_unavailable: int | str) -> Obj:
     return r
 
 
-def dset(name: str, roles: list[Obj]) -> Obj:
-    return {"apiVersion": API, "kind": "DisaggregatedSet", "metadata": {"name": name}, "spec": {"roles": roles}}
+def dset(name: str, roles: list[Obj], **spec: Any) -> Obj:
+    return {"apiVersion": API, "kind": "DisaggregatedSet", "metadata": {"name": name}, "spec": {"roles": roles, **spec}}
 
 
 def get(sc: Scenario, name: str) -> Obj:

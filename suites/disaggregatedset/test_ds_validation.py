@@ -84,8 +84,32 @@ def test_role_count_names_and_uniqueness(scenario: Scenario) -> None:
     rejected(
         sc, D.dset("long", [D.role("p" * 64), D.role("decode")]), 422, "spec.roles[0].name", "may not be more than 63"
     )
-    accepted(sc, D.dset("max", [D.role("p" * 63), D.role("decode")]))
+    # 63 characters pass the role-name rule; only LWS-DSVALID-005's generated-name rule (LWS main
+    # after PR #966) may refuse such a set, and that rule is LWS-DSVALID-005's to check.
+    out, got, message = dry_create(sc, D.dset("max", [D.role("p" * 63), D.role("decode")]))
+    if out is None:
+        assert D.checks_generated_names(sc) and D.GENERATED_NAME_MESSAGE in message, (
+            f"a 63-character role name was refused ({got}): {message}"
+        )
     rejected(sc, D.dset("dup", [D.role("prefill"), D.role("prefill")]), 422, "spec.roles[1]", "Duplicate value")
+
+
+@pytest.mark.requirement("LWS-DSVALID-005")
+def test_generated_names_fit_a_dns_label(scenario: Scenario) -> None:
+    """<set>-<slice>-<8-char revision>-<role>-prv <= 63: with one slice set + role <= 47 characters,
+    with 11 slices (index 10, two digits) <= 46; every role is checked, not only the first."""
+    sc = scenario
+    accepted(sc, D.dset("a" * 40, [D.role("b" * 7), D.role("b")]))  # 40+1+1+1+8+1+7+4 = 63
+    rejected(sc, D.dset("a" * 40, [D.role("b" * 8), D.role("b")]), D.GENERATED_NAME_STATUS,
+             "spec.roles[0].name", D.GENERATED_NAME_MESSAGE, "(64 chars)")
+    rejected(sc, D.dset("x" * 40, [D.role("b"), D.role("c" * 8)]), D.GENERATED_NAME_STATUS,
+             "spec.roles[1].name", D.GENERATED_NAME_MESSAGE)
+    rejected(sc, D.dset("max", [D.role("p" * 63), D.role("decode")]), D.GENERATED_NAME_STATUS,
+             "spec.roles[0].name", D.GENERATED_NAME_MESSAGE, "(82 chars)")  # the role-name rule allows it
+    sliced = {"slices": 11}
+    accepted(sc, D.dset("s" * 39, [D.role("b" * 7), D.role("b")], **sliced))  # 39+1+2+1+8+1+7+4 = 63
+    rejected(sc, D.dset("s" * 40, [D.role("b" * 7), D.role("b")], **sliced), D.GENERATED_NAME_STATUS,
+             "spec.roles[0].name", D.GENERATED_NAME_MESSAGE, "(64 chars)")
 
 
 @pytest.mark.requirement("LWS-DSVALID-002")
