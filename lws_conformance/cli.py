@@ -28,7 +28,7 @@ from .profile import load_profile
 from .providers import discovery, existing, multikueue, preflight, process
 from .providers.base import ClusterHandle
 from .providers.kind import KindCluster, KindTools
-from .providers.local import ORDER, LocalCluster, state_root
+from .providers.local import ORDER, LocalCluster, down_private, state_root
 from .report import html, render, summary
 from .toolchain import cache as bincache
 from .toolchain.gobuild import TRANSIENT
@@ -271,7 +271,11 @@ def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path,
         "no:cacheprovider",
         *args.pytest_args,
     ]
-    return _tee(cmd, out / "e2e.log")
+    try:
+        return _tee(cmd, out / "e2e.log")
+    finally:
+        for name in down_private(run_id):
+            _progress(f"stopped private cluster {name}, left running by the interrupted tests")
 
 
 def _existing_kubeconfig(args: argparse.Namespace, run_id: str) -> Path:

@@ -82,6 +82,7 @@ class Profile:
     provider: str = "local"
     timeout_scale: float = 1.0  # timeouts.scale: every suite deadline and watched window
     node_grace_seconds: int = 40  # timeouts.node_grace_seconds: a silent node's time to NotReady
+    snapshots: bool = True  # snapshots: local clusters start from a provisioned-state snapshot
 
     def upgrade_starts(self, component: str) -> list[Profile]:
         """The profiles groups start under before an in-place upgrade of `component` to this one:
@@ -224,6 +225,9 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
     grace = data["timeouts"].get("node_grace_seconds", 40)
     if isinstance(grace, bool) or not isinstance(grace, int) or not 8 <= grace <= 600:
         raise ValueError(f"timeouts.node_grace_seconds must be an integer in 8..600, got {grace!r}")
+    snapshots = data.get("snapshots", True)
+    if not isinstance(snapshots, bool):
+        raise ValueError(f"snapshots must be true or false, got {snapshots!r}")
     return Profile(
         name=name,
         versions=versions,
@@ -238,4 +242,5 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
         provider=provider,
         timeout_scale=float(scale),
         node_grace_seconds=grace,
+        snapshots=snapshots,
     )

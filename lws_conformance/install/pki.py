@@ -43,6 +43,11 @@ class Pki:
     def exists(self) -> bool:
         return all(p.is_file() for p in (self.ca_crt, self.admin_crt, self.admin_key))
 
+    def expires(self) -> dt.datetime:
+        """When the first of the two certificates expires."""
+        certs = [x509.load_pem_x509_certificate(p.read_bytes()) for p in (self.ca_crt, self.admin_crt)]
+        return min(c.not_valid_after_utc for c in certs)
+
 
 def _key() -> rsa.RSAPrivateKey:
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)

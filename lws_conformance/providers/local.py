@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +34,11 @@ from ..install import controllers, manifests, pki
 from ..install import crds as crd_checks
 from ..k8s.client import api_client
 from ..k8s.wait import wait_for
-from ..profile import Profile
+from ..profile import Profile, load_profile
 from ..toolchain import cache as bincache
 from ..toolchain import ensure_binaries, manifests_dir
 from ..toolchain.gobuild import Progress, module_dir
-from . import nodes, process
+from . import nodes, process, snapshot
 from .base import ClusterHandle
 
 ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "lws", "kueue")
@@ -121,6 +122,15 @@ def claimed_cluster(profile_at: Callable[[int], Profile], name: str, progress: P
         if cluster is not None:
             cluster.down()
         release_port_range(port)
+
+
+def down_private(run_id: str) -> list[str]:
+    """The safety net after a suite run: bring down the private clusters of `run_id` its tests
+    left running (an xdist worker killed before its teardown finished, e.g. on Ctrl-C)."""
+    left = sorted(d.name for d in state_root().glob(f"private-{run_id}-*") if d.is_dir())
+    for name in left:
+        LocalCluster(load_profile("default"), name=name).down()
+    return left
 
 
 @dataclass
@@ -346,11 +356,13 @@ class LocalCluster:
             return f"http://127.0.0.1:{self.port(component + '-health')}/readyz", None, None
         raise KeyError(component)
 
-    def _wait_component(self, rec: process.ProcRecord, deadline: float) -> None:
+    def _wait_component(
+        self, rec: process.ProcRecord, deadline: float, needs: tuple[process.ProcRecord, ...] = ()
+    ) -> None:
         if rec.name == "kwok":
             return  # no health endpoint without its kubelet server; nodes turning Ready prove it
         url, ctx, expect = self._health_url(rec.name)
-        process.wait_healthy(rec, url, deadline, ctx=ctx, expect=expect)
+        process.wait_healthy(rec, url, deadline, ctx=ctx, expect=expect, needs=needs)
 
     def _kubectl(self, kubectl: Path, *args: str, stdin: str | None = None) -> str:
         proc = subprocess.run(
@@ -383,48 +395,122 @@ class LocalCluster:
         return manifests.split(manifests.rewrite(docs, self.port(f"{component}-webhook"), ca))
 
     def _start(self, bins: dict[str, Path], progress: Progress) -> ClusterHandle:
-        """Start-up in its documented order (module docstring); each step is a method below."""
+        """Start-up in its documented order (module docstring); each step is a method below. With
+        snapshots on, etcd starts from the provisioned-state snapshot of these inputs; the first
+        cluster of a key provisions from scratch, saves the snapshot and starts again from it, so
+        every cluster runs on the same restored state (`snapshot`)."""
         deadline = time.monotonic() + self.profile.ready_seconds
+        inputs = self._snapshot_inputs(bins) if self.profile.snapshots else None
+        stored = snapshot.find(snapshot.key(inputs)) if inputs else None
+        if stored:
+            snapshot.restore(stored, self.dir)
         p, certs = self._prepare_state()
-        progress("starting etcd and kube-apiserver")
-        self._start_etcd(bins, deadline)
-        self._start_apiserver(bins, p, deadline)
-
-        progress("starting KCM, scheduler, kwok; installing LWS and Kueue CRDs")
-        kcm, sched, kwok = self._start_kube_components(bins, p)
         ca = p.ca_crt.read_bytes()
         lws_crds, lws_hooks = self._manifests(bins["kubectl"], "lws", ca)
         kueue_crds, kueue_hooks = self._manifests(bins["kubectl"], "kueue", ca)
-        self._apply(bins["kubectl"], lws_crds + kueue_crds)
+        crds, hooks = lws_crds + kueue_crds, lws_hooks + kueue_hooks
+        progress("starting etcd and kube-apiserver" + (" from a provisioned snapshot" if stored else ""))
+        etcd = self._start_etcd(bins)
+        self._start_apiserver(bins, p, deadline, etcd)
+        self._wait_component(etcd, deadline)
+        progress("starting KCM, scheduler, kwok" + ("" if stored else "; installing LWS and Kueue CRDs"))
+        kcm, sched, kwok = self._start_kube_components(bins, p)
         api = api_client(self.kubeconfig)
         try:
-            core = client.CoreV1Api(api)
-            for ns in ("lws-system", "kueue-system"):
-                core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-            client.StorageV1Api(api).create_storage_class(DEFAULT_STORAGE_CLASS)  # type: ignore[arg-type]
-            self._create_nodes(core)
-            self._wait_crds(api, lws_crds + kueue_crds, deadline)
-
+            if not stored:
+                self._install_state(bins["kubectl"], api, crds)
+            else:
+                self._point_conversion_webhooks(api, snapshot.stale_conversions(stored, crds))
+            self._wait_crds(api, crds, deadline)
             progress("starting LWS and Kueue controllers")
             lws, kueue = self._start_controllers(bins, certs)
             for rec in (kcm, sched, lws, kueue):
                 self._wait_component(rec, deadline)
             if not process.alive(kwok):
                 raise UserError(process.exit_message(kwok))
-
-            progress("registering webhooks; creating Kueue Topology and ResourceFlavor")
-            self._apply(bins["kubectl"], lws_hooks + kueue_hooks)
-            self._apply_kueue_topology(bins["kubectl"])
+            progress("registering webhooks" + ("" if stored else "; creating Kueue Topology and ResourceFlavor"))
+            self._register_webhooks(api, hooks)
+            if not stored:
+                self._apply_kueue_topology(bins["kubectl"])
             self._wait_nodes_ready(api, deadline)
-            self._create_nodes(core)  # again: kwok's node-initialize may have written its defaults over ours
+            if not stored:  # again: kwok's node-initialize may have written its defaults over ours
+                self._create_nodes(client.CoreV1Api(api))
             self._wait_default_sa(api, deadline)
+            if inputs and not stored:
+                self._save_snapshot(api, hooks, progress)
+                snapshot.save(snapshot.key(inputs), self.dir, inputs, crds)
         finally:
             api.close()
+        if inputs and not stored:  # once per key: every cluster runs on the restored state
+            self.down()
+            return self._start(bins, progress)
         return self._write_handle()
+
+    def _install_state(self, kubectl: Path, api: client.ApiClient, crds: list[dict[str, Any]]) -> None:
+        """What a snapshot holds, installed from scratch: CRDs, namespaces, StorageClass, nodes."""
+        self._apply(kubectl, crds)
+        core = client.CoreV1Api(api)
+        for ns in ("lws-system", "kueue-system"):
+            core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+        client.StorageV1Api(api).create_storage_class(DEFAULT_STORAGE_CLASS)  # type: ignore[arg-type]
+        self._create_nodes(core)
+
+    @staticmethod
+    def _register_webhooks(api: client.ApiClient, hooks: list[dict[str, Any]]) -> None:
+        """Create the webhook configurations (a fresh or restored cluster has none; a subprocess
+        `kubectl apply` costs more than the requests)."""
+        admission = client.AdmissionregistrationV1Api(api)
+        for hook in hooks:
+            if hook["kind"] == "ValidatingWebhookConfiguration":
+                admission.create_validating_webhook_configuration(hook)  # type: ignore[arg-type]
+            else:
+                admission.create_mutating_webhook_configuration(hook)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _point_conversion_webhooks(api: client.ApiClient, crds: list[dict[str, Any]]) -> None:
+        """Point `crds`' conversion webhooks (restored from a snapshot made on other ports) here."""
+        ext = client.ApiextensionsV1Api(api)
+
+        def point(crd: dict[str, Any]) -> None:
+            body = {"spec": {"conversion": crd["spec"]["conversion"]}}
+            ext.patch_custom_resource_definition(crd["metadata"]["name"], body)
+
+        with ThreadPoolExecutor(max_workers=8) as pool:  # each update rebuilds that CRD's storage
+            list(pool.map(point, crds))
+
+    def _snapshot_inputs(self, bins: dict[str, Path]) -> dict[str, Any]:
+        kubectl = bins["kubectl"]
+        crds = self._manifests(kubectl, "lws", b"")[0] + self._manifests(kubectl, "kueue", b"")[0]
+        return snapshot.inputs(self.profile, bins, crds)
+
+    def _save_snapshot(self, api: client.ApiClient, hooks: list[dict[str, Any]], progress: Progress) -> None:
+        """Stop this freshly provisioned cluster for `snapshot.save`: the webhook configurations
+        are deleted first, the controllers stopped, then the Events they wrote deleted, then the
+        API server and etcd stopped cleanly."""
+        progress("saving a provisioned-state snapshot (once for these versions, CRDs and topology)")
+        admission = client.AdmissionregistrationV1Api(api)
+        for hook in hooks:
+            delete = {
+                "ValidatingWebhookConfiguration": admission.delete_validating_webhook_configuration,
+                "MutatingWebhookConfiguration": admission.delete_mutating_webhook_configuration,
+            }[hook["kind"]]
+            delete(hook["metadata"]["name"])
+        recs = self._ordered(self.records())
+        for rec in reversed(recs):
+            if rec.name not in ("etcd", "kube-apiserver"):
+                process.stop(rec)
+        core = client.CoreV1Api(api)
+        for ns in core.list_namespace().items:
+            core.delete_collection_namespaced_event(str(ns.metadata.name))  # type: ignore[union-attr]
+        for rec in reversed(recs):
+            if rec.name in ("etcd", "kube-apiserver"):
+                process.stop(rec, grace=10.0)
 
     def _prepare_state(self) -> tuple[pki.Pki, Path]:
         """PKI, the webhook serving certificate directory, Kueue's metrics certs, the kubeconfig."""
-        p = pki.generate(self.dir / "pki")
+        p = pki.Pki.at(self.dir / "pki")  # restored from a snapshot, or made for this cluster
+        if not p.exists():
+            p = pki.generate(self.dir / "pki")
         certs = self.dir / "pki" / "webhook"
         certs.mkdir(parents=True, exist_ok=True)
         shutil.copy(p.admin_crt, certs / "tls.crt")
@@ -433,7 +519,9 @@ class LocalCluster:
         self.kubeconfig.write_text(pki.kubeconfig(p, f"https://127.0.0.1:{self.port('kube-apiserver')}"))
         return p, certs
 
-    def _start_etcd(self, bins: dict[str, Path], deadline: float) -> None:
+    def _start_etcd(self, bins: dict[str, Path]) -> process.ProcRecord:
+        """Not waited for: the API server, started right after, waits for it (and its readiness
+        checks etcd), so the two start-ups overlap."""
         etcd_url = f"http://127.0.0.1:{self.port('etcd')}"
         peer_url = f"http://127.0.0.1:{self.port('etcd-peer')}"
         etcd = self._launch(
@@ -453,9 +541,9 @@ class LocalCluster:
                 "--log-level=warn",
             ],
         )
-        self._wait_component(etcd, deadline)
+        return etcd
 
-    def _start_apiserver(self, bins: dict[str, Path], p: pki.Pki, deadline: float) -> None:
+    def _start_apiserver(self, bins: dict[str, Path], p: pki.Pki, deadline: float, etcd: process.ProcRecord) -> None:
         apiserver = self._launch(
             "kube-apiserver",
             [
@@ -482,7 +570,7 @@ class LocalCluster:
                 "--max-mutating-requests-inflight=0",
             ],
         )
-        self._wait_component(apiserver, deadline)
+        self._wait_component(apiserver, deadline, needs=(etcd,))
 
     def _start_kube_components(
         self, bins: dict[str, Path], p: pki.Pki

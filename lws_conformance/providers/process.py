@@ -168,11 +168,14 @@ def wait_healthy(
     *,
     ctx: ssl.SSLContext | None = None,
     expect: str | None = None,
+    needs: tuple[ProcRecord, ...] = (),
 ) -> None:
-    """Poll `url` until HTTP 200 (and `expect` in the body); fail fast if the process exits."""
+    """Poll `url` until HTTP 200 (and `expect` in the body); fail fast if the process, or one it
+    `needs` (the API server needs etcd), exits."""
     while True:
-        if not alive(rec):
-            raise UserError(exit_message(rec))
+        for proc in (*needs, rec):
+            if not alive(proc):
+                raise UserError(exit_message(proc))
         try:
             with urllib.request.urlopen(url, timeout=2, context=ctx) as resp:
                 body = resp.read().decode(errors="replace")

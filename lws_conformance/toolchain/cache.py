@@ -92,3 +92,15 @@ def damaged(directory: Path, names: Collection[str]) -> str | None:
         if want.get("sha256") != _sha256(directory / name):
             return f"{name} differs from the build ({st.st_size} bytes, sealed {want.get('size')})"
     return None
+
+
+def identity(binary: Path) -> str:
+    """What a binary is, cheaply: its sealed sha256 when the cache manifest next to it still
+    matches its size and mtime, else its path, size and mtime (a prebuilt binary given by path)."""
+    st = binary.stat()
+    manifest = binary.parent / MANIFEST
+    doc = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    want = doc.get(binary.name) or {}
+    if want.get("size") == st.st_size and want.get("mtime_ns") == st.st_mtime_ns and want.get("sha256"):
+        return str(want["sha256"])
+    return f"{binary.resolve()}:{st.st_size}:{st.st_mtime_ns}"
