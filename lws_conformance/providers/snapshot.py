@@ -62,7 +62,7 @@ def inputs(profile: Profile, bins: dict[str, Path], crds: list[dict[str, Any]]) 
         "versions": dict(sorted(profile.versions.items())),
         "crds": hashlib.sha256(json.dumps([_portable(c) for c in crds], sort_keys=True).encode()).hexdigest(),
         "topology": raw["topology"],
-        "kueue": raw["kueue"],
+        "kueue": [profile.kueue_topology_name, profile.kueue_flavor_name],  # its controller flags are not state
         "node_grace_seconds": profile.node_grace_seconds,
         "code": {
             name: hashlib.sha256((here / name).read_bytes()).hexdigest() for name in _PROVISIONING_CODE
