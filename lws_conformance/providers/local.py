@@ -4,6 +4,8 @@ Everything binds to 127.0.0.1. Start order matters (see ../shared/docs/local-con
 etcd -> apiserver -> CRDs -> KCM, scheduler, kwok, fake nodes -> LWS and Kueue -> their webhook
 configurations (failurePolicy Fail: applied only once the servers answer) -> Kueue Topology and
 ResourceFlavor. Any failure on the way stops everything already started: nothing is left running.
+The state that sequence installs is kept after the first cluster of a set of inputs as a
+provisioned-state snapshot (`snapshot`); later clusters restore it and skip the installation.
 """
 
 from __future__ import annotations
@@ -698,14 +700,20 @@ class LocalCluster:
             ) from None
 
     def _create_nodes(self, core: client.CoreV1Api) -> None:
-        for name, block, rack in nodes.node_names(self.profile.topology):
-            body = nodes.node_manifest(self.profile.topology, name, block, rack)
+        """Create (or re-assert) every fake node: two calls a node, 8 at a time (the scale
+        profile's 1,000 nodes took ~46 s one by one under load)."""
+
+        def one(where: tuple[str, str, str]) -> None:
+            body = nodes.node_manifest(self.profile.topology, *where)
             try:
                 core.create_node(body)  # type: ignore[arg-type]  # the client accepts dicts
             except ApiException as exc:
                 if exc.status != 409:
                     raise
-            core.patch_node_status(name, {"status": body["status"]})
+            core.patch_node_status(where[0], {"status": body["status"]})
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(one, nodes.node_names(self.profile.topology)))
 
     def _wait_crds(self, api: client.ApiClient, crds: list[dict[str, Any]], deadline: float) -> None:
         """Every CRD we applied Established, then served by discovery (`install.crds`): a
