@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lws_conformance.profile import load_profile
+from lws_conformance.providers import process
 from lws_conformance.providers.local import claim_port_range, release_port_range
 from lws_conformance.toolchain import ensure_binaries
 
@@ -68,6 +69,12 @@ def test_busy_port_names_the_port_and_the_fix(state: dict[str, str], port: int) 
         s.listen()
         proc = lwsc("--set", f"network.base_port={port}", "up", env=state)
     assert_one_line_error(proc, str(port + 2), "kube-apiserver", "network.base_port")
+
+
+def test_base_port_in_the_ephemeral_range_is_refused(state: dict[str, str]) -> None:
+    lo, _ = process.ephemeral_ports()
+    proc = lwsc("--set", f"network.base_port={lo + 1000}", "up", env=state)
+    assert_one_line_error(proc, "ephemeral range", "ip_local_port_range", "network.base_port")
 
 
 def test_missing_go_toolchain(state: dict[str, str], port: int, tmp_path: Path) -> None:

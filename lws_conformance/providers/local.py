@@ -322,6 +322,14 @@ class LocalCluster:
         return sorted(recs, key=lambda r: rank.get(r.name, len(ORDER)))
 
     def _check_ports(self) -> None:
+        lo, hi = process.ephemeral_ports()
+        top = self.profile.base_port + max(PORT_OFFSETS.values())
+        if self.profile.base_port <= hi and top >= lo:
+            raise UserError(
+                f"ports {self.profile.base_port}-{top} lie in the kernel's ephemeral range {lo}-{hi} "
+                f"(/proc/sys/net/ipv4/ip_local_port_range), where any outgoing connection may take them; "
+                f"choose a base port below {lo - max(PORT_OFFSETS.values()) - 1} (--set network.base_port=<n>)"
+            )
         for what, off in PORT_OFFSETS.items():
             port = self.profile.base_port + off
             if not process.port_free(port):
@@ -487,8 +495,8 @@ class LocalCluster:
 
     def _save_snapshot(self, api: client.ApiClient, hooks: list[dict[str, Any]], progress: Progress) -> None:
         """Stop this freshly provisioned cluster for `snapshot.save`: the webhook configurations
-        are deleted first, the controllers stopped, then the Events they wrote deleted, then the
-        API server and etcd stopped cleanly."""
+        are deleted first, the controllers stopped, then the Events they wrote and kwok's node
+        leases deleted, then the API server and etcd stopped cleanly."""
         progress("saving a provisioned-state snapshot (once for these versions, CRDs and topology)")
         admission = client.AdmissionregistrationV1Api(api)
         for hook in hooks:
@@ -504,6 +512,10 @@ class LocalCluster:
         core = client.CoreV1Api(api)
         for ns in core.list_namespace().items:
             core.delete_collection_namespaced_event(str(ns.metadata.name))  # type: ignore[union-attr]
+        # The node leases name the stopped kwok as holder: a kwok started on the snapshot within
+        # their duration (node_grace_seconds) would leave every node unmanaged until they expire
+        # (pods bound there Pending for ~40 s, measured); kwok creates them anew.
+        client.CoordinationV1Api(api).delete_collection_namespaced_lease("kube-node-lease")
         for rec in reversed(recs):
             if rec.name in ("etcd", "kube-apiserver"):
                 process.stop(rec, grace=10.0)

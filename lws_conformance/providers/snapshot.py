@@ -17,7 +17,9 @@ Events are deleted before the save and the webhooks created anew on every start;
 other ports than the snapshot's patches the CRD conversion webhooks (LWS's and Kueue's) to its own
 (`stale_conversions`: the big CRDs take ~0.5 s each to update, so the cluster on the snapshot's
 ports, `lwsc up`'s default, skips it); etcd keeps its single member's stored peer URL, which it
-never dials; kwok renews the stored node leases and heartbeats once it starts. The PKI (a local
+never dials; kwok's node leases are deleted before the save (they name the stopped kwok as
+holder: a kwok started within their duration left every node unmanaged, its pods Pending, until
+they expired) and kwok creates them anew and refreshes the heartbeats. The PKI (a local
 test CA, 127.0.0.1 only) is part of the snapshot, shared by the clusters started from it, so
 every stored CA reference (kube-root-ca.crt, conversion caBundles) stays right.
 
