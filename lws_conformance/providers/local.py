@@ -405,15 +405,38 @@ class LocalCluster:
         return manifests.split(manifests.rewrite(docs, self.port(f"{component}-webhook"), ca))
 
     def _start(self, bins: dict[str, Path], progress: Progress) -> ClusterHandle:
-        """Start-up in its documented order (module docstring); each step is a method below. With
-        snapshots on, etcd starts from the provisioned-state snapshot of these inputs; the first
-        cluster of a key provisions from scratch, saves the snapshot and starts again from it, so
-        every cluster runs on the same restored state (`snapshot`)."""
-        deadline = time.monotonic() + self.profile.ready_seconds
+        """With snapshots on, the cluster starts on a copy of the provisioned-state snapshot of
+        its inputs (`snapshot`); the first cluster of a key provisions from scratch and saves it
+        (under a lock per key: clusters starting meanwhile wait, then restore it), so every
+        cluster runs on the same restored state."""
         inputs = self._snapshot_inputs(bins) if self.profile.snapshots else None
-        stored = snapshot.find(snapshot.key(inputs)) if inputs else None
-        if stored:
-            snapshot.restore(stored, self.dir)
+        if inputs is None:
+            return self._boot(bins, progress, None)
+        key = snapshot.key(inputs)
+        stored = snapshot.find(key)
+        if stored is None:
+            with bincache.locked(f"snapshot-{key}"):
+                stored = snapshot.find(key)
+                if stored is None:
+                    self._boot(bins, progress, None, save=(key, inputs))
+                    self.down()
+                    stored = snapshot.find(key)
+        if stored is None:
+            raise InfraError(f"the snapshot just saved in {snapshot.root() / key} does not verify; check the disk")
+        snapshot.restore(stored, self.dir)
+        return self._boot(bins, progress, stored)
+
+    def _boot(
+        self,
+        bins: dict[str, Path],
+        progress: Progress,
+        stored: Path | None,
+        save: tuple[str, dict[str, Any]] | None = None,
+    ) -> ClusterHandle:
+        """Start-up in its documented order (module docstring); each step is a method below. On a
+        restored snapshot (`stored`) the installation steps are skipped; with `save`, the freshly
+        provisioned cluster is stopped and kept as the snapshot of that key."""
+        deadline = time.monotonic() + self.profile.ready_seconds
         p, certs = self._prepare_state()
         ca = p.ca_crt.read_bytes()
         lws_crds, lws_hooks = self._manifests(bins["kubectl"], "lws", ca)
@@ -446,14 +469,11 @@ class LocalCluster:
             if not stored:  # again: kwok's node-initialize may have written its defaults over ours
                 self._create_nodes(client.CoreV1Api(api))
             self._wait_default_sa(api, deadline)
-            if inputs and not stored:
+            if save:
                 self._save_snapshot(api, hooks, progress)
-                snapshot.save(snapshot.key(inputs), self.dir, inputs, crds)
+                snapshot.save(save[0], self.dir, save[1], crds)
         finally:
             api.close()
-        if inputs and not stored:  # once per key: every cluster runs on the restored state
-            self.down()
-            return self._start(bins, progress)
         return self._write_handle()
 
     def _install_state(self, kubectl: Path, api: client.ApiClient, crds: list[dict[str, Any]]) -> None:
