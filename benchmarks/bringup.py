@@ -36,8 +36,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--settle", type=float, default=20.0, help="idle seconds before sampling memory")
     ap.add_argument("--kwokctl", default=None, help="also time kwokctl's binary runtime with the same binaries")
+    ap.add_argument("--base-port", type=int, default=17000, help="ports of the measured cluster")
     args = ap.parse_args()
-    profile = load_profile("default", ["network.base_port=17000"])
+    profile = load_profile("default", [f"network.base_port={args.base_port}"])
     bins = ensure_binaries(profile, print)
     cluster = LocalCluster(profile, name="bench")
     ups, downs, mems = [], [], []
