@@ -43,7 +43,10 @@ OWNER_FILE = "started-by-run"
 MARKERS = (
     "requirement(id): the catalogue requirement this test proves",
     "cluster: needs a running cluster (the local one is brought up on demand)",
-    "xdist_group(name): run these tests on one xdist worker (--dist=loadgroup)",
+    "xdist_group(name): run these tests on one xdist worker (--dist=loadgroup; inert on pytest 9.2, "
+    "pytest-xdist#1386)",
+    "exclusive(name): tests with the same name never run at the same time, on any worker (a lock held "
+    "from setup to teardown)",
     "destructive: breaks things or needs the whole capacity; on a cluster the harness did not create it runs only "
     "with --lwsc-allow-destructive",
 )
@@ -196,6 +199,21 @@ def _destructive_gate(request: pytest.FixtureRequest) -> None:
     reason = existing.destructive_skip_reason(handle, request.config.getoption("--lwsc-allow-destructive"))
     if reason:
         pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def _exclusive(request: pytest.FixtureRequest, run_id: str) -> Iterator[None]:
+    """`@pytest.mark.exclusive(name)`: one test of `name` at a time across this run's workers.
+    Not `xdist_group`: on pytest 9.2 pytest-xdist 3.8's loadgroup silently groups nothing (it
+    rewrites `item._nodeid`, which pytest no longer reads; pytest-dev/pytest-xdist#1386), so the
+    scale tests, each filling every rack, ran side by side. Autouse, so it is set up before and
+    torn down after the test's own fixtures (the scale suite's `drained` waits its pods out)."""
+    mark = request.node.get_closest_marker("exclusive")
+    if mark is None:
+        yield
+        return
+    with bincache.locked(f"exclusive-{run_id}-{mark.args[0]}"):
+        yield
 
 
 @pytest.fixture(scope="session")
