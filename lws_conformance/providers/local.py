@@ -520,11 +520,10 @@ class LocalCluster:
         progress("saving a provisioned-state snapshot (once for these versions, CRDs and topology)")
         admission = client.AdmissionregistrationV1Api(api)
         for hook in hooks:
-            delete = {
-                "ValidatingWebhookConfiguration": admission.delete_validating_webhook_configuration,
-                "MutatingWebhookConfiguration": admission.delete_mutating_webhook_configuration,
-            }[hook["kind"]]
-            delete(hook["metadata"]["name"])
+            if hook["kind"] == "ValidatingWebhookConfiguration":
+                admission.delete_validating_webhook_configuration(hook["metadata"]["name"])
+            else:
+                admission.delete_mutating_webhook_configuration(hook["metadata"]["name"])
         recs = self._ordered(self.records())
         for rec in reversed(recs):
             if rec.name not in ("etcd", "kube-apiserver"):

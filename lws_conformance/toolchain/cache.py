@@ -74,6 +74,12 @@ def seal(directory: Path, names: Collection[str]) -> None:
     (directory / MANIFEST).write_text(json.dumps(doc, indent=1))
 
 
+def _sealed(binary: Path, manifest: dict[str, dict[str, object]]) -> dict[str, object] | None:
+    """The manifest's entry for `binary` when its size and mtime still match (no hashing)."""
+    want, st = manifest.get(binary.name) or {}, binary.stat()
+    return want if want.get("size") == st.st_size and want.get("mtime_ns") == st.st_mtime_ns else None
+
+
 def damaged(directory: Path, names: Collection[str]) -> str | None:
     """None when every binary is present and as sealed; else what is wrong. An entry from before
     manifests is sealed now (trusted once). Costs a stat per binary unless one changed."""
@@ -86,21 +92,21 @@ def damaged(directory: Path, names: Collection[str]) -> str | None:
         return None
     doc = json.loads(manifest.read_text())
     for name in names:
-        want, st = doc.get(name) or {}, (directory / name).stat()
-        if want.get("size") == st.st_size and want.get("mtime_ns") == st.st_mtime_ns:
+        if _sealed(directory / name, doc):
             continue
+        want = doc.get(name) or {}
         if want.get("sha256") != _sha256(directory / name):
-            return f"{name} differs from the build ({st.st_size} bytes, sealed {want.get('size')})"
+            size = (directory / name).stat().st_size
+            return f"{name} differs from the build ({size} bytes, sealed {want.get('size')})"
     return None
 
 
 def identity(binary: Path) -> str:
     """What a binary is, cheaply: its sealed sha256 when the cache manifest next to it still
     matches its size and mtime, else its path, size and mtime (a prebuilt binary given by path)."""
-    st = binary.stat()
     manifest = binary.parent / MANIFEST
-    doc = json.loads(manifest.read_text()) if manifest.is_file() else {}
-    want = doc.get(binary.name) or {}
-    if want.get("size") == st.st_size and want.get("mtime_ns") == st.st_mtime_ns and want.get("sha256"):
+    want = _sealed(binary, json.loads(manifest.read_text()) if manifest.is_file() else {})
+    if want and want.get("sha256"):
         return str(want["sha256"])
+    st = binary.stat()
     return f"{binary.resolve()}:{st.st_size}:{st.st_mtime_ns}"

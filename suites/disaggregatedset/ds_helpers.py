@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lws_conformance.catalogue import parse_version, reached
+from lws_conformance.catalogue import reached
 from lws_conformance.k8s.wait import scale
 from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
 
@@ -30,13 +30,18 @@ OBSERVE_SECONDS = 5.0
 # controller names each child LeaderWorkerSet using a slice index ... <DisaggregatedSet-name>-<slice>-
 # <revision-hash>-<role-name> ... Controllers at v0.9.0 or older predate slices and omit the <slice>
 # segment."
-SLICED_NAMES_SINCE = (0, 10, 0)
+SLICED_NAMES_SINCE = "v0.10.0"
+
+
+def _lws_reached(sc: Scenario, mark: str, unknown: bool) -> bool:
+    """Does the LWS under test contain what `mark` introduced (`unknown` when its version is not known)?"""
+    have = (sc.cluster.versions or {}).get("lws")
+    return unknown if have is None else reached(have, mark)
 
 
 def sliced(sc: Scenario) -> bool:
     """Does the LWS under test name DisaggregatedSet children with a slice index (v0.10.0+)?"""
-    have = (sc.cluster.versions or {}).get("lws")
-    return have is None or parse_version(have) >= SLICED_NAMES_SINCE
+    return _lws_reached(sc, SLICED_NAMES_SINCE, unknown=True)
 
 
 # LWS PR #966 (main e9d2c6f, the 6th commit after v0.10.0): the webhook refuses a set whose
@@ -48,8 +53,7 @@ GENERATED_NAME_MESSAGE = "would exceed the DNS-1035 limit of 63 characters"
 
 def checks_generated_names(sc: Scenario) -> bool:
     """Does the LWS under test refuse sets whose generated names would not fit (LWS-DSVALID-005)?"""
-    have = (sc.cluster.versions or {}).get("lws")
-    return have is not None and reached(have, GENERATED_NAMES_SINCE)
+    return _lws_reached(sc, GENERATED_NAMES_SINCE, unknown=False)
 
 
 def child_name(sc: Scenario, set_name: str, revision: str, role: str, slice_index: int = 0) -> str:
