@@ -13,17 +13,22 @@ from pathlib import Path
 import pytest
 
 from lws_conformance import resources
+from lws_conformance.toolchain.cache import locked
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built in the checkout (setuptools' build/ and egg-info there): two builds at once collide
+    ("File exists: build/bdist…"), so xdist workers and other runs take turns."""
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(out)],
-        check=True, capture_output=True, timeout=300,
-    )
+    with locked("wheel-build"):
+        built = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(out)],
+            capture_output=True, text=True, timeout=300,
+        )
+    assert built.returncode == 0, f"pip wheel: exit {built.returncode}\n{built.stdout[-3000:]}\n{built.stderr[-3000:]}"
     (whl,) = out.glob("lws_conformance-*.whl")
     return whl
 
