@@ -154,7 +154,9 @@ def test_restart_policy_none_replaces_only_the_deleted_pod_through_the_gate(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
 ) -> None:
     """restartPolicy None: deleting one worker brings back only that pod (same name, new UID),
-    created behind Kueue's admission gate and released under the group's same Admitted Workload."""
+    created behind Kueue's admission gate and released under the group's same Admitted Workload:
+    the Workload keeps its UID and its admission (Admitted never re-set) and counts the replacement
+    among its members (its owner references, as Kueue's pod groups record membership)."""
     size = 3
     K.plain_queue(scenario, unique, _quota(lwsc_cluster, size))
     obj = _lws("rn", lwsc_cluster, 1, size)
@@ -162,6 +164,12 @@ def test_restart_policy_none_replaces_only_the_deleted_pod_through_the_gate(
     scenario.create(obj)
     pods = scenario.wait_pods(K.all_ready(1, size), "the group Ready", selector=K.selector("rn"))
     uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+    uid = K.lws_uid(scenario, "rn")
+    name = workloads.lws_workload_name("rn", uid, 0)
+    (wl,) = K.wait_workloads(
+        scenario, uid, lambda ws: [w for w in ws if w["metadata"]["name"] == name and K.admitted(w)], f"{name} Admitted"
+    )
+    admission = (wl["metadata"]["uid"], _admitted_since(wl))
     victim = "rn-0-1"
     gated_at_birth: list[bool] = []
 
@@ -187,11 +195,26 @@ def test_restart_policy_none_replaces_only_the_deleted_pod_through_the_gate(
     others = {n: p["metadata"]["uid"] for n, p in live.items() if n != victim}
     assert others == {n: u for n, u in uids.items() if n != victim}, f"pods other than {victim} were replaced"
     assert gated_at_birth == [True], f"the replacement {victim} was first seen without the admission gate"
-    uid = K.lws_uid(scenario, "rn")
-    name = workloads.lws_workload_name("rn", uid, 0)
-    K.wait_workloads(
-        scenario, uid, lambda ws: set(K.by_name(ws)) == {name} and all(map(K.admitted, ws)), f"only {name}, Admitted"
+    fresh = live[victim]["metadata"]["uid"]
+
+    def admitted_owning_the_replacement(ws: list[Obj]) -> Obj | None:
+        live = K.by_name(ws)
+        if set(live) != {name} or not K.admitted(live[name]):
+            return None
+        owners = {o.get("uid") for o in live[name]["metadata"].get("ownerReferences", [])}
+        return live[name] if fresh in owners else None
+
+    after = K.wait_workloads(
+        scenario, uid, admitted_owning_the_replacement, f"only {name}, Admitted, owned by the replacement {fresh}"
     )
+    assert (after["metadata"]["uid"], _admitted_since(after)) == admission, (
+        f"{name} is not the same admitted Workload: (uid, Admitted since) {admission} before the deletion, "
+        f"{(after['metadata']['uid'], _admitted_since(after))} after"
+    )
+
+
+def _admitted_since(wl: Obj) -> str:
+    return next((c.get("lastTransitionTime", "") for c in wl["status"]["conditions"] if c["type"] == "Admitted"), "")
 
 
 # -- quick scale up then down ------------------------------------------------------------------
