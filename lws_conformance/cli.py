@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import cast
 
 import yaml
 from kubernetes import client
@@ -23,10 +22,10 @@ from kubernetes import client
 from . import cli_certify, cli_conventions, cli_incluster, matrix, provenance, resources, verdicts
 from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
-from .k8s.objects import RUN_LABEL, sweep_run
+from .k8s.objects import RUN_LABEL
 from .profile import load_profile
 from .providers import discovery, existing, multikueue, preflight, process
-from .providers.base import ClusterHandle
+from .providers.base import ClusterHandle, Provider
 from .providers.kind import KindCluster, KindTools
 from .providers.local import ORDER, LocalCluster, down_private, state_root
 from .report import html, render, summary
@@ -84,19 +83,33 @@ def _kind_dir(args: argparse.Namespace) -> Path:
     return state_root() / f"kind-{args.name}"
 
 
-def _no_lifecycle(provider: str) -> UserError:
-    return UserError(
-        f"the {provider} provider adopts a cluster you run; there is nothing to bring up or down "
-        f"(use `lwsc preflight --kubeconfig PATH`, `lwsc run --kubeconfig PATH`, `lwsc cleanup`)"
-    )
+def _target(args: argparse.Namespace, out: Path | None = None) -> Provider:
+    """The cluster of this invocation behind one interface (`providers.base.Provider`):
+    `--kubeconfig` adopts an existing cluster (its preflight and handle go to `out`), else
+    `--provider` or the profile's provider creates one."""
+    provider = _provider(args)
+    if provider == "existing":
+        return existing.ExistingCluster(
+            Path(args.kubeconfig).expanduser() if args.kubeconfig else None,
+            args.context,
+            load_profile(args.profile, args.set),
+            out or Path.cwd(),
+            # with --context: a private 0600 copy in the state dir, never in reports/ (it holds credentials)
+            pinned=state_root() / "existing" / f"{out.name if out else 'up'}.kubeconfig",
+        )
+    return _kind(args) if provider == "kind" else _cluster(args)
+
+
+def _lifecycle(args: argparse.Namespace) -> Provider:
+    """A provider `lwsc up`/`down` can bring up and down (not the existing one: one line, exit 2)."""
+    target = _target(args)
+    if not target.creates:
+        raise UserError(existing.NO_LIFECYCLE)
+    return target
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    provider = _provider(args)
-    if provider == "existing":
-        raise _no_lifecycle(provider)
-    handle = (_kind(args) if provider == "kind" else _cluster(args)).up(_progress)
-    print(handle.kubeconfig)
+    print(_lifecycle(args).up(_progress).kubeconfig)
     return 0
 
 
@@ -119,15 +132,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    provider = _provider(args)
-    if provider == "existing":
-        raise _no_lifecycle(provider)
-    # Local: also any MultiKueue worker clusters of this name (whatever the profile says now).
-    cluster = (
-        _kind(args)
-        if provider == "kind"
-        else multikueue.MultiKueueClusters(load_profile(args.profile, args.set), name=args.name)
-    )
+    cluster = _lifecycle(args)
+    if isinstance(cluster, LocalCluster):  # also any MultiKueue workers of this name, whatever the profile says now
+        cluster = multikueue.MultiKueueClusters(cluster.profile, name=args.name)
     started = time.monotonic()
     cluster.down()
     _progress(f"cluster '{args.name}' down in {time.monotonic() - started:.1f}s")
@@ -278,76 +285,33 @@ def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path,
             _progress(f"stopped private cluster {name}, left running by the interrupted tests")
 
 
-def _existing_kubeconfig(args: argparse.Namespace, run_id: str) -> Path:
-    """The vendor's kubeconfig, or a context-pinned copy of it. The copy holds credentials, so it
-    goes to a private 0600 file in the state dir, never into reports/ (removed after the run)."""
-    kubeconfig = Path(args.kubeconfig).expanduser()
-    if not kubeconfig.is_file():
-        raise UserError(f"kubeconfig {kubeconfig} does not exist; pass --kubeconfig PATH")
-    if args.context:
-        pinned = state_root() / "existing" / f"{run_id}.kubeconfig"
-        pinned.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        pinned.touch(mode=0o600)
-        return existing.pin_context(kubeconfig, args.context, pinned)
-    return kubeconfig
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     """The main job: bring up (or reuse, or adopt) a cluster, run the suites, write reports/."""
     cli_incluster.apply_in_cluster(args)  # --in-cluster: the pod's ServiceAccount, existing provider
-    provider = _provider(args)
     if args.certify and (args.focus or args.skip or args.pytest_args):
         raise UserError("--certify runs every requirement: drop --focus/--skip and extra pytest arguments")
     if args.dry_run:
         cmd = [sys.executable, "-m", "pytest", str(resources.suites()), "--collect-only", "-q", *_selection(args)]
         return subprocess.call(cmd, cwd=resources.root())
-    if provider == "existing" and not args.kubeconfig:
-        raise UserError("the existing provider needs --kubeconfig PATH (and optionally --context NAME)")
+    if _provider(args) == "existing" and not args.kubeconfig:
+        raise UserError(existing.NEEDS_KUBECONFIG)
     cli_conventions.check_selection(_selection(args))  # exit 2 before any cluster if it selects nothing
     run_id = _new_run_id(args)
     pytest_run_id = run_id.replace("-", "")[4:]
-    if provider == "existing":
-        out = _reports_dir(args, run_id)
-        kubeconfig = _existing_kubeconfig(args, run_id)
-        handle, report = existing.adopt(kubeconfig, load_profile(args.profile, args.set))
-        print(report.text(), file=sys.stderr)
-        (out / "preflight.json").write_text(json.dumps(report.to_dict(), indent=2))
-        if report.failed:
-            raise UserError(f"preflight failed (see {out / 'preflight.json'}); nothing was run")
-        (out / "handle.json").write_text(handle.to_json())
-        extra = ["--lwsc-allow-destructive"] if args.allow_destructive else []
-        _progress(f"running suites against {kubeconfig} (existing cluster, run {pytest_run_id}); reports in {out}")
-        try:
-            rc = _suites(args, out / "handle.json", pytest_run_id, out, extra)
-        finally:
-            api = api_client(kubeconfig)
-            try:
-                left = existing.cleanup(api, pytest_run_id)
-            finally:
-                api.close()
+    out = _reports_dir(args, run_id)
+    target = _target(args, out)
+    stays = not target.creates or target.running() or args.keep  # adopted, reused or kept
+    handle = target.up(_progress)
+    _progress(f"running suites against {handle.kubeconfig} ({handle.provider}, run {pytest_run_id}); reports in {out}")
+    extra = ["--lwsc-allow-destructive"] if args.allow_destructive else []
+    try:
+        rc = _suites(args, target.handle_file, pytest_run_id, out, extra)
+    finally:
+        if stays:  # nothing of this run may stay (also after a Ctrl-C mid-teardown)
+            left = target.release(pytest_run_id)
             _progress(f"cleanup: deleted {len(left)} leftover object(s) labelled with run {pytest_run_id}")
-            if kubeconfig != Path(args.kubeconfig).expanduser():
-                kubeconfig.unlink(missing_ok=True)  # the private context-pinned copy
-    else:
-        cluster: LocalCluster | KindCluster = _kind(args) if provider == "kind" else _cluster(args)
-        was_running = cluster.handle_file.is_file() if provider == "kind" else cast(LocalCluster, cluster).running()
-        if was_running and provider == "kind":
-            handle = ClusterHandle.from_json(cluster.handle_file.read_text())
         else:
-            handle = cluster.up(_progress)
-        out = _reports_dir(args, run_id)
-        _progress(f"running suites against {handle.kubeconfig}; reports in {out}")
-        try:
-            rc = _suites(args, cluster.handle_file, pytest_run_id, out)
-        finally:
-            if not was_running and not args.keep:
-                cluster.down()
-            else:  # the cluster stays: nothing of this run may (also after a Ctrl-C mid-teardown)
-                api = api_client(handle.kubeconfig)
-                try:
-                    sweep_run(api, pytest_run_id)
-                finally:
-                    api.close()
+            target.down()
     if (out / "results.json").is_file():
         cli_certify.keep_product_metadata(args, out)
         render.render(out, bincache.cache_root() / "node")

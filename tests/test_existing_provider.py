@@ -138,6 +138,50 @@ def test_pin_context_keeps_one_context_with_absolute_paths(tmp_path: Path) -> No
         existing.pin_context(kc, "c", tmp_path / "x")
 
 
+def _two_context_kubeconfig(tmp_path: Path) -> Path:
+    kc = tmp_path / "vendor.kubeconfig"
+    contexts = [{"name": n, "context": {"cluster": n, "user": n}} for n in ("a", "b")]
+    clusters = [{"name": n, "cluster": {"server": f"https://{n}"}} for n in ("a", "b")]
+    users = [{"name": n, "user": {"token": "t"}} for n in ("a", "b")]
+    kc.write_text(yaml.safe_dump({"current-context": "a", "contexts": contexts, "clusters": clusters, "users": users}))
+    return kc
+
+
+@pytest.mark.parametrize("preflight_fails", [False, True])
+def test_adopted_cluster_lifecycle_leaves_no_credentials_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, preflight_fails: bool
+) -> None:
+    """`lwsc run --kubeconfig K --context b` through base.Provider: up pins the context into a
+    private copy, writes preflight.json and the handle; release cleans the run up through the
+    copy and removes it. A failed preflight is one line (exit 2) and leaves no copy either."""
+    seen: dict[str, Any] = {}
+
+    def adopt(kubeconfig: Path, profile: Any) -> tuple[ClusterHandle, preflight.Report]:
+        seen["adopted"] = yaml.safe_load(kubeconfig.read_text())["current-context"]
+        report = preflight.Report()
+        report.add("nodes", "fail" if preflight_fails else "ok", "-")
+        handle = ClusterHandle("existing", kubeconfig, {}, profile.topology, "t", "f")
+        return handle, report
+
+    monkeypatch.setattr(existing, "adopt", adopt)
+    monkeypatch.setattr(existing, "release_run", lambda kc, run_id: seen.setdefault("released", (kc, run_id)) and [])
+    out, pinned = tmp_path / "run", tmp_path / "state" / "run.kubeconfig"
+    out.mkdir()
+    target = existing.ExistingCluster(_two_context_kubeconfig(tmp_path), "b", load_profile(), out, pinned=pinned)
+    assert not target.creates and target.running()
+    if preflight_fails:
+        with pytest.raises(UserError, match="preflight failed"):
+            target.up(lambda _msg: None)
+        assert not pinned.exists() and not target.handle_file.exists()
+        return
+    handle = target.up(lambda _msg: None)
+    assert seen["adopted"] == "b" and handle.kubeconfig == pinned and oct(pinned.stat().st_mode & 0o777) == "0o600"
+    assert json.loads((out / "preflight.json").read_text())["ok"] and target.handle_file.is_file()
+    assert target.release("r1") == [] and seen["released"] == (pinned, "r1") and not pinned.exists()
+    with pytest.raises(UserError, match="nothing to bring up or down"):
+        target.down()
+
+
 def test_destructive_policy() -> None:
     t = load_profile().topology
     h = ClusterHandle("existing", Path("/k"), {}, t, "default", "tas-flavor")

@@ -177,6 +177,21 @@ def test_up_runs_the_plan_in_order_and_writes_a_kind_handle(tmp_path: Path) -> N
     assert not any(a[1:3] == ("delete", "cluster") for a in argvs)
 
 
+def test_up_is_idempotent_and_down_forgets_the_cluster(tmp_path: Path) -> None:
+    """base.Provider: a second `up` reuses the cluster (no kind/docker call), as `lwsc run` on a
+    kind cluster that is up already does; `down` deletes it and the next `up` creates again."""
+    runner = FakeRunner()
+    c = make(tmp_path, runner=runner)
+    assert c.creates and not c.running()
+    first = c.up(lambda _m: None)
+    calls = len(runner.calls)
+    assert c.running() and c.up(lambda _m: None) == first and len(runner.calls) == calls
+    c.down()
+    assert not c.running() and runner.calls[-1][0][1:3] == ("delete", "cluster")
+    c.up(lambda _m: None)
+    assert any(a[1:3] == ("create", "cluster") for a, _ in runner.calls[calls + 1 :])
+
+
 def test_failed_step_is_retried_then_named_and_the_cluster_deleted(tmp_path: Path) -> None:
     failing = kind.Completed(1, "", 'Error from server (InternalError): failed calling webhook "vtopology"')
     runner = FakeRunner()

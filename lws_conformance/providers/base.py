@@ -1,4 +1,5 @@
-"""What suites get from any provider: a kubeconfig, versions, topology and capabilities.
+"""What `lwsc` needs from any provider (`Provider`: up, handle, down, release) and what suites get
+from it (`ClusterHandle`: a kubeconfig, versions, topology and capabilities).
 
 Suites never learn how the cluster was made. Capabilities say what faults a provider can inject
 (e.g. only the local provider can stop a controller process); a suite needing a missing one skips
@@ -8,8 +9,10 @@ with that reason.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ..profile import Topology
 
@@ -39,3 +42,27 @@ class ClusterHandle:
         data["topology"] = Topology(**data["topology"])
         data["capabilities"] = frozenset(data["capabilities"])
         return cls(**data)
+
+
+class Provider(Protocol):
+    """One way of getting a cluster, as `lwsc up`, `down` and `run` use it.
+
+    `creates`: local and kind bring clusters up and down; the existing provider adopts one the
+    user runs and never stops it. `up` is idempotent (a running cluster is reused, an adopted one
+    checked by preflight) and writes the handle the suites read (`handle_file`). After a run on a
+    cluster that stays (reused, kept or adopted), `release(run_id)` deletes what that run created
+    there and returns what it deleted; otherwise `down()` removes the cluster.
+    """
+
+    creates: bool
+
+    @property
+    def handle_file(self) -> Path: ...
+
+    def running(self) -> bool: ...
+
+    def up(self, progress: Callable[[str], None]) -> ClusterHandle: ...
+
+    def down(self) -> None: ...
+
+    def release(self, run_id: str) -> list[str]: ...

@@ -9,7 +9,11 @@ create. Cleanup deletes exactly what carries the run label `lwsc.x-k8s.io/run`, 
 
 from __future__ import annotations
 
+import json
 import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,11 @@ from .base import ClusterHandle
 # Providers whose clusters the harness created and throws away: destructive tests may run there.
 DISPOSABLE = frozenset({"local", "kind"})
 _PATH_KEYS = {"certificate-authority", "client-certificate", "client-key", "tokenFile"}
+NEEDS_KUBECONFIG = "the existing provider needs --kubeconfig PATH (and optionally --context NAME)"
+NO_LIFECYCLE = (
+    "the existing provider adopts a cluster you run; there is nothing to bring up or down "
+    "(use `lwsc preflight --kubeconfig PATH`, `lwsc run --kubeconfig PATH`, `lwsc cleanup`)"
+)
 
 
 def destructive_skip_reason(handle: ClusterHandle, allowed: bool) -> str | None:
@@ -114,6 +123,70 @@ def adopt(
         kueue_flavor_name=profile.kueue_flavor_name,
     )
     return handle, report
+
+
+@dataclass
+class ExistingCluster:
+    """The existing provider behind `base.Provider`: `up` adopts the cluster (preflight, written to
+    `out`/preflight.json; a failed check is one line and exit 2), `release` deletes what a run
+    created there and the private context-pinned kubeconfig copy; nothing ever stops the cluster."""
+
+    kubeconfig: Path | None  # None: not given (up says how to give it)
+    context: str | None
+    profile: Profile
+    out: Path  # the run's report directory: preflight.json and handle.json go there
+    pinned: Path | None = None  # where a context-pinned copy goes (a private 0600 file), with --context
+    creates = False
+
+    @property
+    def handle_file(self) -> Path:
+        return self.out / "handle.json"
+
+    def running(self) -> bool:
+        return True  # a cluster the user runs
+
+    def up(self, progress: Callable[[str], None]) -> ClusterHandle:
+        if self.kubeconfig is None:
+            raise UserError(NEEDS_KUBECONFIG)
+        if not self.kubeconfig.is_file():
+            raise UserError(f"kubeconfig {self.kubeconfig} does not exist; pass --kubeconfig PATH")
+        try:
+            if self.context and self.pinned:
+                self.pinned.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                self.pinned.touch(mode=0o600)
+                self.kubeconfig = pin_context(self.kubeconfig, self.context, self.pinned)
+            handle, report = adopt(self.kubeconfig, self.profile)
+            print(report.text(), file=sys.stderr)
+            (self.out / "preflight.json").write_text(json.dumps(report.to_dict(), indent=2))
+            if report.failed:
+                raise UserError(f"preflight failed (see {self.out / 'preflight.json'}); nothing was run")
+        except BaseException:
+            self._unpin()
+            raise
+        self.handle_file.write_text(handle.to_json())
+        return handle
+
+    def down(self) -> None:
+        raise UserError(NO_LIFECYCLE)
+
+    def release(self, run_id: str) -> list[str]:
+        try:
+            return release_run(self.kubeconfig, run_id) if self.kubeconfig else []
+        finally:
+            self._unpin()
+
+    def _unpin(self) -> None:
+        if self.pinned:
+            self.pinned.unlink(missing_ok=True)
+
+
+def release_run(kubeconfig: Path, run_id: str) -> list[str]:
+    """After a run on a cluster that stays: delete what run `run_id` created there."""
+    api = api_client(kubeconfig)
+    try:
+        return cleanup(api, run_id)
+    finally:
+        api.close()
 
 
 def harness_objects(api: client.ApiClient, run_id: str | None = None) -> list[str]:

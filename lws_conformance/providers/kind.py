@@ -31,6 +31,7 @@ from ..profile import Profile, Topology
 from ..toolchain.gobuild import Progress
 from . import nodes
 from .base import ClusterHandle
+from .existing import release_run
 
 RELEASE_URL = "https://github.com/kubernetes-sigs/{repo}/releases/download/{tag}/manifests.yaml"
 # Release manifests: kustomize namePrefix + namespace; the controller container is `manager`.
@@ -180,6 +181,16 @@ class KindCluster:
     def handle_file(self) -> Path:
         return self.state_dir / "handle.json"
 
+    creates = True  # base.Provider: this provider brings clusters up and down
+
+    def running(self) -> bool:
+        """Brought up by lwsc (its handle written) and not taken down since."""
+        return self.handle_file.is_file()
+
+    def release(self, run_id: str) -> list[str]:
+        """base.Provider: the cluster stays (reused or kept): delete what run `run_id` created."""
+        return release_run(self.kubeconfig, run_id)
+
     @property
     def settings(self) -> dict[str, Any]:
         return kind_settings(self.profile)
@@ -316,6 +327,10 @@ class KindCluster:
             )
 
     def up(self, progress: Progress) -> ClusterHandle:
+        """Create the kind cluster and install LWS and Kueue, or return the one up already."""
+        if self.running():
+            progress(f"kind cluster '{self.name}' is already up")
+            return ClusterHandle.from_json(self.handle_file.read_text())
         self.check_engine()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.config_file.write_text(yaml.safe_dump(kind_config(self.profile, self.name), sort_keys=False))

@@ -42,6 +42,7 @@ from ..toolchain import ensure_binaries, manifests_dir
 from ..toolchain.gobuild import Progress, module_dir
 from . import nodes, process, snapshot
 from .base import ClusterHandle
+from .existing import release_run
 
 ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "lws", "kueue")
 PORT_OFFSETS = {
@@ -171,6 +172,12 @@ class LocalCluster:
         if not self.handle_file.is_file():
             return None
         return ClusterHandle.from_json(self.handle_file.read_text())
+
+    creates = True  # base.Provider: this provider brings clusters up and down
+
+    def release(self, run_id: str) -> list[str]:
+        """base.Provider: the cluster stays (reused or kept): delete what run `run_id` created."""
+        return release_run(self.kubeconfig, run_id)
 
     def running(self) -> bool:
         recs = {r.name: r for r in self.records()}
