@@ -14,7 +14,8 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,8 @@ MARKERS = (
     "pytest-xdist#1386)",
     "exclusive(name): tests with the same name never run at the same time, on any worker (a lock held "
     "from setup to teardown)",
+    "private_cluster(*settings): KEY=VALUE profile settings of this test's private cluster (e.g. "
+    "timeouts.node_grace_seconds=20), on top of the run's",
     "destructive: breaks things or needs the whole capacity; on a cluster the harness did not create it runs only "
     "with --lwsc-allow-destructive",
 )
@@ -329,38 +332,56 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 _STARTED: dict[str, str] = {}
 
 
-@pytest.fixture(scope="session")
-def private_cluster(request: pytest.FixtureRequest, run_id: str) -> Iterator[LocalCluster]:
-    """A local cluster of this xdist worker's own, for tests that break things (stop a
-    controller, remove a webhook, fail a node): the shared cluster is never disrupted.
-    Tests must restore what they break; the cluster is brought down at the end."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    opt = request.config.getoption
+@contextmanager
+def _private(config: pytest.Config, name: str, own: Sequence[str] = ()) -> Iterator[LocalCluster]:
+    """A private local cluster named `name` (`private-<run>-…`, so `down_private` finds what an
+    interrupted run left), with the run's profile plus the `own` KEY=VALUE settings."""
+    opt = config.getoption
 
     def profile_at(port: int) -> Profile:
-        return load_profile(opt("--lwsc-profile"), [*opt("--lwsc-set"), f"network.base_port={port}"])
+        return load_profile(opt("--lwsc-profile"), [*opt("--lwsc-set"), *own, f"network.base_port={port}"])
 
     def progress(msg: str) -> None:
         print(f"[lwsc private] {msg}", file=sys.stderr, flush=True)
 
     # a failed bring-up errors the tests that need it; the worker and the other tests carry on
-    with claimed_cluster(profile_at, f"private-{run_id}-{worker}", progress) as cluster:
+    with claimed_cluster(profile_at, name, progress) as cluster:
+        yield cluster
+
+
+def _worker() -> str:
+    return os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+
+
+@pytest.fixture(scope="session")
+def private_cluster(request: pytest.FixtureRequest, run_id: str) -> Iterator[LocalCluster]:
+    """A local cluster of this xdist worker's own, for tests that break things (stop a
+    controller, remove a webhook, fail a node): the shared cluster is never disrupted.
+    Tests must restore what they break; the cluster is brought down at the end."""
+    with _private(request.config, f"private-{run_id}-{_worker()}") as cluster:
         yield cluster
 
 
 @pytest.fixture
-def private_scenario(private_cluster: LocalCluster, run_id: str, request: pytest.FixtureRequest) -> Iterator[Scenario]:
-    """Like `scenario`, on the worker's private cluster."""
-    handle = private_cluster.handle()
-    assert handle is not None
-    api = api_client(handle.kubeconfig)
-    name = _create_namespace(api, run_id, request.node.nodeid)
-    objects = Objects(api, run_id, name)
-    request.node.stash[claims.RAN_ON] = claims.PRIVATE
-    yield Scenario(api, handle, name, objects)
-    objects.delete_created()
-    _delete_namespace(api, name)
-    api.close()
+def private_scenario(run_id: str, request: pytest.FixtureRequest) -> Iterator[Scenario]:
+    """Like `scenario`, on the worker's private cluster; a test marked
+    `private_cluster(KEY=VALUE, …)` gets one of its own with those settings instead."""
+    mark = request.node.get_closest_marker("private_cluster")
+    with ExitStack() as own:
+        if mark:
+            cluster = own.enter_context(_private(request.config, f"private-{run_id}-{_worker()}-own", mark.args))
+        else:
+            cluster = request.getfixturevalue("private_cluster")
+        handle = cluster.handle()
+        assert handle is not None
+        api = api_client(handle.kubeconfig)
+        name = _create_namespace(api, run_id, request.node.nodeid)
+        objects = Objects(api, run_id, name)
+        request.node.stash[claims.RAN_ON] = claims.PRIVATE
+        yield Scenario(api, handle, name, objects)
+        objects.delete_created()
+        _delete_namespace(api, name)
+        api.close()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
