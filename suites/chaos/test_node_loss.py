@@ -5,15 +5,19 @@ As on a real cluster, the pods of an unreachable node stay bound to it (NotReady
 operator gives the node up, so the test takes the two paths operators take
 (`actions.give_up_node`): delete the Node object (pod GC deletes its pods after a 40 s quarantine)
 or taint it `node.kubernetes.io/out-of-service` (non-graceful node shutdown: the pods are evicted
-and force-deleted by pod GC). Three nodes fail at once, one grace period for all:
+and force-deleted by pod GC). Four nodes fail at once, one grace period for all:
 
-- LWS `rg` (RecreateGroupOnPodRestart, 3 groups of 2, exclusive per rack, one pod per node, 4
-  three-node racks): group 0's worker node is deleted, group 1's leader node is tainted
-  out-of-service; each group must be recreated whole (its pod on the healthy node too) in one rack
-  of its own; group 2 is watched untouched. The racks keep room for a whole group after losing a
-  node: the scheduler places a recreated leader in any rack where the leader fits, its own
-  included, and with two-node racks a group came back with its leader in its damaged rack and its
-  worker Pending for good (measured here; no upstream text promises another rack).
+- LWS `rg` (RecreateGroupOnPodRestart, 4 groups of 2, exclusive per rack, one pod per node, 5
+  three-node racks): the worker nodes of groups 0 and 3 are deleted, group 1's leader node is
+  tainted out-of-service; each group must be recreated whole (its pod on the healthy node too) in
+  one rack of its own; group 2 is watched untouched. Two groups take the deleted-node path because
+  pod GC force-deletes their workers, where LWS v0.9.0 can miss the deletion (kubernetes-sigs/lws#998,
+  seen once in ~14 runs with one such group): that picture in one of the two is the listed race,
+  in both it stays a failure (a deterministic regression shows in every group). The racks keep
+  room for a whole group after losing a node: the scheduler places a recreated leader in any rack
+  where the leader fits, its own included, and with two-node racks a group came back with its
+  leader in its damaged rack and its worker Pending for good (measured here; no upstream text
+  promises another rack).
 - LWS `np` (restartPolicy None, 1 group of 2, one pod per node on 3 nodes): its worker's node is
   deleted; only the worker is replaced, the leader keeps running.
 
@@ -31,11 +35,15 @@ from lws_conformance import workloads
 from lws_conformance.chaos import actions, safety
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.wait import WaitTimeout
 from lws_conformance.observe import record
 from lws_conformance.providers import nodes
 from lws_conformance.scenario import Scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("node-loss")]
+# After a deleted node's worker is replaced, its group's leader must be gone within this (x
+# timeouts.scale): LWS deletes it on seeing the worker's deletion (group rebuilds take 0.2-0.35 s).
+REBUILD = 20.0
 ROLE = "lwsc.x-k8s.io/node-loss"
 EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 Obj = dict[str, Any]
@@ -119,6 +127,52 @@ def _ready_at(events: list[Any], pod: str, old_uid: str) -> float | None:
     return None
 
 
+def _rebuilt_after_node_deletion(
+    sc: Scenario, before: dict[str, tuple[str, str, str]], group: str, gone: set[str]
+) -> bool:
+    """Group `group` lost its worker's node by deletion: wait until pod GC has removed that worker
+    and a new one exists, then up to REBUILD for the whole group to be new, Ready, off the failed
+    nodes. False only for lws#998's picture: the worker replaced alone, the leader still the old
+    pod when the deadline passed; any other way of not getting there is a plain failure."""
+    leader, worker = f"rg-{group}", f"rg-{group}-1"
+    selector = f"{P.NAME_LABEL}=rg,{P.GROUP_INDEX}={group}"
+    sc.wait_pods(
+        lambda ps: ps if any(p["metadata"]["name"] == worker and p["metadata"]["uid"] != before[worker][0]
+                             for p in P.live(ps)) else None,
+        f"{worker} (its node deleted) removed by pod GC and a new {worker} created",
+        timeout=180,
+        selector=selector,
+    )
+    try:
+        sc.wait_pods(
+            _replaced_whole(before, {leader, worker}, 2, avoid=gone),
+            f"group {group} (its worker's node deleted) recreated whole on healthy nodes, Ready",
+            timeout=REBUILD,
+            selector=selector,
+        )
+        return True
+    except WaitTimeout:
+        live = {p["metadata"]["name"]: p["metadata"]["uid"] for p in P.live(sc.pods(selector))}
+        if live.get(leader) == before[leader][0] and live.get(worker) not in (None, before[worker][0]):
+            return False
+        raise
+
+
+def _judge_deleted_node_groups(alone: list[str]) -> None:
+    if len(alone) == 2:
+        raise AssertionError(
+            "a deleted node never made LWS recreate its group: in 2 of 2 groups whose worker's Node was "
+            f"deleted the worker was replaced alone and the leader kept its UID for {REBUILD:.0f} s"
+        )
+    if alone:
+        g = alone[0]
+        raise AssertionError(
+            f"kubernetes-sigs/lws#998 picture in 1 of 2 groups whose worker's Node was deleted: worker rg-{g}-1 "
+            f"replaced alone (new UID) after pod GC removed it, leader rg-{g} kept its UID for the whole rebuild "
+            "deadline; the other group was recreated whole"
+        )
+
+
 @pytest.mark.requirement("CHAOS-NODE-001")
 @pytest.mark.requirement("CHAOS-NODE-002")
 @pytest.mark.requirement("CHAOS-NODE-003")
@@ -128,23 +182,23 @@ def test_a_node_that_never_returns(
     sc = private_scenario
     cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace, "lwsc_disposable_cluster": None}
     rack = sc.cluster.topology.rack_label
-    deleted = tainted = worker_node = ""
+    deleted = deleted3 = tainted = worker_node = ""
     mine: list[str] = []
     try:
-        _make_nodes(sc, unique, "rg", {f"r{i}": 3 for i in range(4)}, mine)
+        _make_nodes(sc, unique, "rg", {f"r{i}": 3 for i in range(5)}, mine)
         _make_nodes(sc, unique, "np", {"r": 3}, mine)
-        sc.create(_one_pod_per_node(_lws("rg", unique, 3, "RecreateGroupOnPodRestart", **{EXCLUSIVE: rack})))
+        sc.create(_one_pod_per_node(_lws("rg", unique, 4, "RecreateGroupOnPodRestart", **{EXCLUSIVE: rack})))
         sc.create(_one_pod_per_node(_lws("np", unique, 1, "None")))
-        sc.wait_lws("rg", sc.settled(3), "3 groups Ready, one per rack, one pod per node", timeout=90)
+        sc.wait_lws("rg", sc.settled(4), "4 groups Ready, one per rack, one pod per node", timeout=90)
         sc.wait_lws("np", sc.settled(1), "its group Ready, one pod per node", timeout=90)
         rg, np_ = _placement(sc, "rg"), _placement(sc, "np")
-        # group 0 loses its worker's node (deleted), group 1 its leader's (out-of-service), np its worker's
-        deleted, tainted, worker_node = rg["rg-0-1"][1], rg["rg-1"][1], np_["np-0-1"][1]
+        # groups 0 and 3 lose their worker's node (deleted), group 1 its leader's (out-of-service), np its worker's
+        deleted, deleted3, tainted, worker_node = rg["rg-0-1"][1], rg["rg-3-1"][1], rg["rg-1"][1], np_["np-0-1"][1]
         rack_of = {n: sc.core.read_node(n).metadata.labels[rack] for n in mine}  # type: ignore[union-attr]
 
         with record(sc.api, sc.namespace, workloads=False) as tl:
             failed = actions.fail_nodes(
-                f"kubernetes.io/hostname in ({deleted},{tainted},{worker_node})",
+                f"kubernetes.io/hostname in ({deleted},{deleted3},{tainted},{worker_node})",
                 quantity="all",
                 not_ready_within=120,
                 configuration=cfg,
@@ -152,6 +206,7 @@ def test_a_node_that_never_returns(
             request.node.user_properties.append(("node_not_ready_s", max(f["not_ready_after_s"] for f in failed)))
             given_up = {
                 "rg-0": actions.give_up_node(deleted, "delete", configuration=cfg)["at"],
+                "rg-3": actions.give_up_node(deleted3, "delete", configuration=cfg)["at"],
                 "rg-1": actions.give_up_node(tainted, "out-of-service", configuration=cfg)["at"],
                 "np-0": actions.give_up_node(worker_node, "delete", configuration=cfg)["at"],
             }
@@ -162,14 +217,17 @@ def test_a_node_that_never_returns(
                     timeout=180,
                     selector=f"{P.NAME_LABEL}=np",
                 )
+            gone = {deleted, deleted3, tainted}
             with claim("CHAOS-NODE-001"):
-                for g, gone, how in (("0", deleted, "deleted"), ("1", tainted, "tainted out-of-service")):
-                    sc.wait_pods(
-                        _replaced_whole(rg, {n for n, v in rg.items() if v[2] == g}, 2, avoid={deleted, tainted}),
-                        f"group {g} (a node of it {how}: {gone}) recreated whole on healthy nodes, Ready",
-                        timeout=180,
-                        selector=f"{P.NAME_LABEL}=rg,{P.GROUP_INDEX}={g}",
-                    )
+                sc.wait_pods(
+                    _replaced_whole(rg, {n for n, v in rg.items() if v[2] == "1"}, 2, avoid=gone),
+                    f"group 1 (its leader's node tainted out-of-service: {tainted}) recreated whole on healthy nodes",
+                    timeout=180,
+                    selector=f"{P.NAME_LABEL}=rg,{P.GROUP_INDEX}=1",
+                )
+            with claim("CHAOS-NODE-001"):
+                alone = [g for g in ("0", "3") if not _rebuilt_after_node_deletion(sc, rg, g, gone)]
+                _judge_deleted_node_groups(alone)
         events = tl.ordered()
         for key, pod, group in (
             ("node_deleted_to_group_ready_s", "rg-0", "rg-0"),
@@ -193,15 +251,15 @@ def test_a_node_that_never_returns(
             )
 
         with claim("CHAOS-NODE-003"):
-            racks = {g: {rack_of.get(node, node) for _, node, gi in rg_after.values() if gi == g} for g in "012"}
+            racks = {g: {rack_of.get(node, node) for _, node, gi in rg_after.values() if gi == g} for g in "0123"}
             assert all(len(r) == 1 for r in racks.values()), f"a recreated group spans racks: {racks}"
-            assert len({next(iter(r)) for r in racks.values()}) == 3, f"two groups share a rack: {racks}"
-        for g, gone in (("0", deleted), ("1", tainted)):  # which rack it came back to (a finding, not a promise)
-            request.node.user_properties.append((f"group_{g}_back_in_own_rack", racks[g] == {rack_of[gone]}))
+            assert len({next(iter(r)) for r in racks.values()}) == 4, f"two groups share a rack: {racks}"
+        for g, lost in (("0", deleted), ("1", tainted)):  # which rack it came back to (a finding, not a promise)
+            request.node.user_properties.append((f"group_{g}_back_in_own_rack", racks[g] == {rack_of[lost]}))
     finally:
         for name in mine:
             try:
-                if name in (deleted, tainted, worker_node) and safety.pending():
+                if name in (deleted, deleted3, tainted, worker_node) and safety.pending():
                     actions.give_up_node(name, "delete", configuration=cfg)
                 else:
                     sc.core.delete_node(name)
