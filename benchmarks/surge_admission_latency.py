@@ -22,7 +22,9 @@ from typing import Any
 from kubernetes import client, watch
 
 from lws_conformance import workloads
+from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.client import api_client
+from lws_conformance.k8s.wait import wait_for
 from lws_conformance.profile import load_profile
 from lws_conformance.providers.local import LocalCluster
 
@@ -40,11 +42,6 @@ def _watch(fn: Any, seen: dict[str, float], key: Any, stop: threading.Event, **k
                 w.stop()
     except Exception:  # noqa: BLE001  (the stream ends when the namespace or the cluster goes away)
         return
-
-
-def _admitted(wl: dict[str, Any]) -> bool:
-    conds = (wl.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Admitted" and c["status"] == "True" for c in conds)
 
 
 def one_round(api: client.ApiClient, profile: Any, i: int) -> float:
@@ -66,24 +63,32 @@ def one_round(api: client.ApiClient, profile: Any, i: int) -> float:
     obj["spec"]["rolloutStrategy"] = {
         "type": "RollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 1}}
     custom.create_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", ns, "leaderworkersets", obj)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # a benchmark, not a suite: plain polling is fine here
-        st = custom.get_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", ns, "leaderworkersets", name)
-        if (st.get("status") or {}).get("readyReplicas") == 2:
-            break
-        time.sleep(0.2)
+    (st,) = wait_for(
+        api,
+        custom.list_namespaced_custom_object,
+        lambda objs: [o for o in objs if (o.get("status") or {}).get("readyReplicas") == 2] or None,
+        what=f"LWS {ns}/{name}",
+        condition="2 groups Ready",
+        timeout=120,
+        group="leaderworkerset.x-k8s.io", version="v1", namespace=ns, plural="leaderworkersets",
+    )
     uid = st["metadata"]["uid"]
     surge_wl = workloads.lws_workload_name(name, uid, 2)
     pods: dict[str, float] = {}
     wls: dict[str, float] = {}
     stop = threading.Event()
+    def surge_pod(pod: Any) -> str | None:
+        return "surge" if (pod.metadata.labels or {}).get("leaderworkerset.sigs.k8s.io/group-index") == "2" else None
+
+    def surge_admitted(wl: dict[str, Any]) -> str | None:
+        return "admitted" if wl["metadata"]["name"] == surge_wl and P.condition(wl, "Admitted") == "True" else None
+
+    wl_kwargs = {"group": GROUP, "version": VERSION, "namespace": ns, "plural": "workloads"}
     threads = [
-        threading.Thread(target=_watch, daemon=True, args=(core.list_namespaced_pod, pods,
-            lambda p: "surge" if (p.metadata.labels or {}).get("leaderworkerset.sigs.k8s.io/group-index") == "2"
-            else None, stop), kwargs={"namespace": ns}),
-        threading.Thread(target=_watch, daemon=True, args=(custom.list_namespaced_custom_object, wls,
-            lambda w: "admitted" if w["metadata"]["name"] == surge_wl and _admitted(w) else None, stop),
-            kwargs={"group": GROUP, "version": VERSION, "namespace": ns, "plural": "workloads"}),
+        threading.Thread(target=_watch, args=(core.list_namespaced_pod, pods, surge_pod, stop),
+                         kwargs={"namespace": ns}, daemon=True),
+        threading.Thread(target=_watch, args=(custom.list_namespaced_custom_object, wls, surge_admitted, stop),
+                         kwargs=wl_kwargs, daemon=True),
     ]
     for t in threads:
         t.start()
@@ -92,7 +97,8 @@ def one_round(api: client.ApiClient, profile: Any, i: int) -> float:
     lwt["workerTemplate"]["metadata"] = {"annotations": {"bench": str(i)}}
     custom.patch_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", ns, "leaderworkersets", name,
                                           {"spec": {"leaderWorkerTemplate": {"workerTemplate": lwt["workerTemplate"]}}})
-    while time.monotonic() < deadline + 60 and not ("surge" in pods and "admitted" in wls):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not ("surge" in pods and "admitted" in wls):
         time.sleep(0.05)
     stop.set()
     core.delete_namespace(ns)

@@ -138,11 +138,11 @@ def _groups_left_alone(
     failed nodes. Returns the groups showing lws#998's picture at the deadline (the worker replaced
     alone, the leader still the old pod); any other way of not getting there is a plain failure."""
 
-    def mine(ps: list[Obj]) -> dict[str, str]:
+    def uids(ps: list[Obj]) -> dict[str, str]:
         return {p["metadata"]["name"]: p["metadata"]["uid"] for p in P.live(ps)}
 
     def workers_replaced(ps: list[Obj]) -> list[Obj] | None:
-        live = mine(ps)
+        live = uids(ps)
         return ps if all(live.get(f"rg-{g}-1") not in (None, before[f"rg-{g}-1"][0]) for g in groups) else None
 
     sc.wait_pods(
@@ -166,7 +166,7 @@ def _groups_left_alone(
         return []
     except WaitTimeout:
         ps = sc.pods(f"{P.NAME_LABEL}=rg")
-        live = mine(ps)
+        live = uids(ps)
         alone = [g for g in groups if live.get(f"rg-{g}") == before[f"rg-{g}"][0]]
         stuck = [g for g in groups if g not in alone and not whole(g, ps)]
         if stuck or not alone:
@@ -199,8 +199,8 @@ def test_a_node_that_never_returns(
     sc = private_scenario
     cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace, "lwsc_disposable_cluster": None}
     rack = sc.cluster.topology.rack_label
-    deleted = tainted = worker_node = ""
-    more: list[str] = []
+    tainted = worker_node = ""
+    deleted: dict[str, str] = {}  # group -> its worker's node, deleted
     mine: list[str] = []
     try:
         _make_nodes(sc, unique, "rg", {f"r{i}": 3 for i in range(7)}, mine)
@@ -211,25 +211,23 @@ def test_a_node_that_never_returns(
         sc.wait_lws("np", sc.settled(1), "its group Ready, one pod per node", timeout=90)
         rg, np_ = _placement(sc, "rg"), _placement(sc, "np")
         # groups 0, 3, 4, 5 lose their worker's node (deleted), group 1 its leader's (out-of-service), np its worker's
-        deleted, tainted, worker_node = rg["rg-0-1"][1], rg["rg-1"][1], np_["np-0-1"][1]
-        more = [rg[f"rg-{g}-1"][1] for g in DELETED[1:]]
+        deleted = {g: rg[f"rg-{g}-1"][1] for g in DELETED}
+        tainted, worker_node = rg["rg-1"][1], np_["np-0-1"][1]
         rack_of = {n: sc.core.read_node(n).metadata.labels[rack] for n in mine}  # type: ignore[union-attr]
 
         with record(sc.api, sc.namespace, workloads=False) as tl:
             failed = actions.fail_nodes(
-                f"kubernetes.io/hostname in ({','.join([deleted, *more, tainted, worker_node])})",
+                f"kubernetes.io/hostname in ({','.join([*deleted.values(), tainted, worker_node])})",
                 quantity="all",
                 not_ready_within=120,
                 configuration=cfg,
             )
             request.node.user_properties.append(("node_not_ready_s", max(f["not_ready_after_s"] for f in failed)))
             given_up = {
-                "rg-0": actions.give_up_node(deleted, "delete", configuration=cfg)["at"],
-                "rg-1": actions.give_up_node(tainted, "out-of-service", configuration=cfg)["at"],
-                "np-0": actions.give_up_node(worker_node, "delete", configuration=cfg)["at"],
+                f"rg-{g}": actions.give_up_node(node, "delete", configuration=cfg)["at"] for g, node in deleted.items()
             }
-            for node in more:
-                actions.give_up_node(node, "delete", configuration=cfg)
+            given_up["rg-1"] = actions.give_up_node(tainted, "out-of-service", configuration=cfg)["at"]
+            given_up["np-0"] = actions.give_up_node(worker_node, "delete", configuration=cfg)["at"]
             with claim("CHAOS-NODE-002"):
                 sc.wait_pods(
                     _replaced_whole(np_, {"np-0-1"}, 2),
@@ -237,7 +235,7 @@ def test_a_node_that_never_returns(
                     timeout=180,
                     selector=f"{P.NAME_LABEL}=np",
                 )
-            gone = {deleted, *more, tainted}
+            gone = {*deleted.values(), tainted}
             with claim("CHAOS-NODE-001"):
                 sc.wait_pods(
                     _replaced_whole(rg, {n for n, v in rg.items() if v[2] == "1"}, 2, avoid=gone),
@@ -273,12 +271,12 @@ def test_a_node_that_never_returns(
             racks = {g: {rack_of.get(node, node) for _, node, gi in rg_after.values() if gi == g} for g in "012345"}
             assert all(len(r) == 1 for r in racks.values()), f"a recreated group spans racks: {racks}"
             assert len({next(iter(r)) for r in racks.values()}) == 6, f"two groups share a rack: {racks}"
-        for g, lost in (("0", deleted), ("1", tainted)):  # which rack it came back to (a finding, not a promise)
+        for g, lost in (("0", deleted["0"]), ("1", tainted)):  # which rack it came back to (a finding, not a promise)
             request.node.user_properties.append((f"group_{g}_back_in_own_rack", racks[g] == {rack_of[lost]}))
     finally:
         for name in mine:
             try:
-                if name in (deleted, *more, tainted, worker_node) and safety.pending():
+                if name in (*deleted.values(), tainted, worker_node) and safety.pending():
                     actions.give_up_node(name, "delete", configuration=cfg)
                 else:
                     sc.core.delete_node(name)
