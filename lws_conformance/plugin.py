@@ -49,7 +49,7 @@ MARKERS = (
     "exclusive(name): tests with the same name never run at the same time, on any worker (a lock held "
     "from setup to teardown)",
     "private_cluster(*settings): KEY=VALUE profile settings of this test's private cluster (e.g. "
-    "timeouts.node_grace_seconds=20), on top of the run's",
+    "kueue.manage_jobs_without_queue_name=true), on top of the run's",
     "destructive: breaks things or needs the whole capacity; on a cluster the harness did not create it runs only "
     "with --lwsc-allow-destructive",
 )
@@ -339,7 +339,7 @@ def _private(config: pytest.Config, name: str, own: Sequence[str] = ()) -> Itera
     opt = config.getoption
 
     def profile_at(port: int) -> Profile:
-        return load_profile(opt("--lwsc-profile"), [*opt("--lwsc-set"), *own, f"network.base_port={port}"])
+        return load_profile(opt("--lwsc-profile"), [*opt("--lwsc-set"), *own, f"network.base_port={port}"]).private()
 
     def progress(msg: str) -> None:
         print(f"[lwsc private] {msg}", file=sys.stderr, flush=True)

@@ -82,7 +82,13 @@ class Profile:
     provider: str = "local"
     timeout_scale: float = 1.0  # timeouts.scale: every suite deadline and watched window
     node_grace_seconds: int = 40  # timeouts.node_grace_seconds: a silent node's time to NotReady
+    private_node_grace_seconds: int = 20  # timeouts.private_node_grace_seconds: the same on private clusters
     snapshots: bool = True  # snapshots: local clusters start from a provisioned-state snapshot
+
+    def private(self) -> Profile:
+        """This profile as the private clusters run it: their nodes go NotReady after
+        `timeouts.private_node_grace_seconds` (the node-failure tests wait that out there)."""
+        return dataclasses.replace(self, node_grace_seconds=self.private_node_grace_seconds)
 
     def upgrade_starts(self, component: str) -> list[Profile]:
         """The profiles groups start under before an in-place upgrade of `component` to this one:
@@ -175,6 +181,13 @@ def load_profile(name: str = "default", overrides: list[str] | None = None) -> P
         raise UserError(f"profile '{name}': {exc}") from None
 
 
+def _grace(timeouts: dict[str, Any], key: str, default: int) -> int:
+    grace = timeouts.get(key, default)
+    if isinstance(grace, bool) or not isinstance(grace, int) or not 8 <= grace <= 600:
+        raise ValueError(f"timeouts.{key} must be an integer in 8..600, got {grace!r}")
+    return grace
+
+
 def _positive(data: dict[str, Any], key: str) -> int:
     value = data[key]
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -222,9 +235,8 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
     scale = data["timeouts"].get("scale", 1.0)
     if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0.1 <= scale <= 100:
         raise ValueError(f"timeouts.scale must be a number in 0.1..100, got {scale!r}")
-    grace = data["timeouts"].get("node_grace_seconds", 40)
-    if isinstance(grace, bool) or not isinstance(grace, int) or not 8 <= grace <= 600:
-        raise ValueError(f"timeouts.node_grace_seconds must be an integer in 8..600, got {grace!r}")
+    grace = _grace(data["timeouts"], "node_grace_seconds", 40)
+    private_grace = _grace(data["timeouts"], "private_node_grace_seconds", 20)
     snapshots = data.get("snapshots", True)
     if not isinstance(snapshots, bool):
         raise ValueError(f"snapshots must be true or false, got {snapshots!r}")
@@ -242,5 +254,6 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
         provider=provider,
         timeout_scale=float(scale),
         node_grace_seconds=grace,
+        private_node_grace_seconds=private_grace,
         snapshots=snapshots,
     )

@@ -69,3 +69,13 @@ def test_manage_jobs_without_queue_name_is_a_boolean_that_reaches_kueues_config(
         load_profile("default", ["kueue.manage_jobs_without_queue_name=maybe"])
     assert kueue_config(1, 2, 3, tmp_path, manage_unlabelled=True)["manageJobsWithoutQueueName"] is True
     assert kueue_config(1, 2, 3, tmp_path)["manageJobsWithoutQueueName"] is False
+
+
+def test_private_clusters_run_their_own_node_grace() -> None:
+    p = load_profile()
+    assert (p.node_grace_seconds, p.private().node_grace_seconds) == (40, 20)
+    q = load_profile("default", ["timeouts.private_node_grace_seconds=30"]).private()
+    assert q.node_grace_seconds == 30 and q.private() == q
+    for key in ("node_grace_seconds", "private_node_grace_seconds"):
+        with pytest.raises(UserError, match=f"timeouts.{key} must be an integer in 8..600"):
+            load_profile("default", [f"timeouts.{key}=4"])

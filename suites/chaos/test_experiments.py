@@ -266,10 +266,6 @@ def test_apiserver_restart_leaves_controllers_and_groups_running(
 
 @PRIVATE
 @pytest.mark.requirement("CHAOS-EXP-005")
-# A node that comes back: half the default 40 s grace halves the wait for NotReady (~20 s saved per
-# run). Not for the node that never returns (test_node_loss): there pod GC force-deletes the pods
-# and lws#998's race decides whether the group is rebuilt whole; with 16 s it lost 3 of 4 runs.
-@pytest.mark.private_cluster("timeouts.node_grace_seconds=20")
 def test_node_failure_is_reported_and_the_group_recovers_when_the_node_returns(
     private_scenario: Scenario, request: pytest.FixtureRequest, run_id: str, unique: str
 ) -> None:

@@ -5,6 +5,7 @@ scaling a role and restarting one role's group (KEP-766, API comments of LWS v0.
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenari
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+# LWS main writes both status fields 0.03-0.04 s after its roles are Ready (4 runs, session 8,
+# `status_after_roles_ready_s` in the report); v0.9.0 never writes them and pays this in full.
+STATUS_SECONDS = 5.0
 
 
 def _lws_list(sc: Scenario) -> list[Obj]:
@@ -148,7 +152,7 @@ def _no_service_before_every_role_is_ready(sc: Scenario) -> None:
 
 @pytest.mark.requirement("LWS-DSSTATUS-001")
 @pytest.mark.requirement("LWS-DSSTATUS-002")
-def test_status_reports_roles_and_conditions(scenario: Scenario, claim: Claims) -> None:
+def test_status_reports_roles_and_conditions(scenario: Scenario, claim: Claims, request: pytest.FixtureRequest) -> None:
     sc = scenario
     sc.create(D.dset("st", [D.role("prefill", 2, 1), D.role("decode", 1, 1)]))
     D.wait_roles(sc, "st", {"prefill": 2, "decode": 1}, "one ready LWS per role")
@@ -156,9 +160,16 @@ def test_status_reports_roles_and_conditions(scenario: Scenario, claim: Claims) 
         {"name": "prefill", "replicas": 2, "readyReplicas": 2, "updatedReplicas": 2},
         {"name": "decode", "replicas": 1, "readyReplicas": 1, "updatedReplicas": 1},
     ]
-    # One 10 s window for both fields (the controller writes them in one status update): the
-    # versions that write neither pay it once, not once per field.
-    status = _wait_status(sc, lambda st: st.get("roleStatuses") == want and _available(st))
+
+    # One window for both fields (the controller writes them in one status update): the versions
+    # that write neither pay it once, not once per field.
+    def complete(st: Obj) -> bool:
+        return st.get("roleStatuses") == want and _available(st)
+
+    started = time.monotonic()
+    status = _wait_status(sc, complete)
+    if complete(status):
+        request.node.user_properties.append(("status_after_roles_ready_s", round(time.monotonic() - started, 2)))
     with claim("LWS-DSSTATUS-001"):
         got = status.get("roleStatuses") or []
         assert got == want, f"status.roleStatuses is {got} with every role ready, expected {want}"
@@ -172,7 +183,7 @@ def _available(status: Obj) -> bool:
 
 
 def _wait_status(sc: Scenario, ok: Any) -> Obj:
-    """The status once `ok(status)` holds, or the last one seen when the 10 s deadline passes."""
+    """The status once `ok(status)` holds, or the last one seen when STATUS_SECONDS pass."""
     last: list[Obj] = [{}]
 
     def check(objs: list[Obj]) -> bool | None:
@@ -188,7 +199,7 @@ def _wait_status(sc: Scenario, ok: Any) -> Obj:
             "DisaggregatedSet st",
             check,
             "status.roleStatuses and status.conditions filled",
-            10,
+            STATUS_SECONDS,
             group=D.GROUP,
             version=D.VERSION,
             plural=D.PLURAL,

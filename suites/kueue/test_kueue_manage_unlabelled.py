@@ -1,43 +1,22 @@
 """Kueue's manageJobsWithoutQueueName: true (a profile variant), on a private cluster of its own.
 
 The shared cluster runs Kueue's default (false: KUEUE-UNQUEUED-001); turning it on there would
-hold every unlabelled LWS of the other suites. This module overrides the `private_cluster`
-fixture with a local cluster whose Kueue configuration sets it, and `private_scenario` gives the
-test a namespace there.
+hold every unlabelled LWS of the other suites. The test's `private_cluster` mark gives it a local
+cluster of its own whose Kueue configuration sets it.
 """
 
 from __future__ import annotations
-
-import sys
-from collections.abc import Iterator
 
 import kueue_helpers as K
 import pytest
 
 from lws_conformance import workloads
-from lws_conformance.profile import Profile, load_profile
-from lws_conformance.providers.local import LocalCluster, claimed_cluster
 from lws_conformance.scenario import Scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("kueue-manage-unlabelled")]
 
 
-@pytest.fixture(scope="module")
-def private_cluster(request: pytest.FixtureRequest, run_id: str) -> Iterator[LocalCluster]:
-    """A local cluster of this module's own whose Kueue manages jobs without a queue name."""
-    opt = request.config.getoption
-
-    def profile_at(port: int) -> Profile:
-        overrides = [*opt("--lwsc-set"), f"network.base_port={port}", "kueue.manage_jobs_without_queue_name=true"]
-        return load_profile(opt("--lwsc-profile"), overrides)
-
-    def progress(msg: str) -> None:
-        print(f"[lwsc private mjwq] {msg}", file=sys.stderr, flush=True)
-
-    with claimed_cluster(profile_at, f"private-{run_id}-mjwq", progress) as cluster:
-        yield cluster
-
-
+@pytest.mark.private_cluster("kueue.manage_jobs_without_queue_name=true")
 @pytest.mark.requirement("KUEUE-UNQUEUED-002")
 def test_lws_without_queue_name_is_held_when_kueue_manages_unlabelled_jobs(private_scenario: Scenario) -> None:
     """manageJobsWithoutQueueName true: an LWS without the queue-name label is suspended — every pod
