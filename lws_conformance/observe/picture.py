@@ -98,128 +98,190 @@ def _collect(
     return segs, wsegs, replicas, sts, end, max_g, name
 
 
+@dataclass(frozen=True)
+class _Canvas:
+    """The drawing's geometry: `rows` group rows of `row_h` pixels, time 0..`span` across."""
+
+    rows: int
+    row_h: int
+    span: float
+    height: int
+
+    @property
+    def plot_w(self) -> float:
+        return W - LEFT - RIGHT
+
+    def x(self, t: float) -> float:
+        return LEFT + self.plot_w * min(max(t, 0.0), self.span) / self.span
+
+    def y(self, g: float) -> float:
+        return TOP + g * self.row_h
+
+
+_LEGEND = (
+    ('<rect width="12" height="12" fill="#888"/>', "available (solid)"),
+    ('<rect width="12" height="12" fill="#888" fill-opacity="0.35"/>', "live, not available"),
+    ('<rect width="12" height="12" fill="url(#hatch)"/>', "being deleted"),
+    ('<rect y="8" width="12" height="4" fill="#888"/>', "strip: workers' revision"),
+    ('<rect y="8" width="12" height="4" fill="#c00"/>', "strip: workers mixed / != leader"),
+    ('<rect width="12" height="12" fill="#fff4d6" stroke="#ccc"/>', "surge (index >= replicas)"),
+    (
+        '<line x1="0" y1="6" x2="12" y2="6" stroke="#d62728" stroke-dasharray="4,2" stroke-width="2"/>',
+        "leader STS partition",
+    ),
+    (
+        '<line x1="0" y1="6" x2="12" y2="6" stroke="#1f5fbf" stroke-dasharray="4,2" stroke-width="2"/>',
+        "spec.replicas",
+    ),
+    ('<line x1="6" y1="0" x2="6" y2="12" stroke="#c00" stroke-width="2"/>', "violation"),
+)
+
+
 def render(events: Sequence[Event], violation: Violation | None = None, lws: str | None = None, title: str = "") -> str:
     """The SVG document for `events` (ordered), marking `violation` if given."""
     segs, wsegs, replicas, sts, end, max_g, name = _collect(events, lws)
     rows = max_g + 1
     row_h = max(10, min(26, 560 // max(rows, 1)))
-    revs_seen = {s.revision for s in segs}
-    h = max(TOP + rows * row_h + BOTTOM, TOP + (len(revs_seen) + 9) * 16 + 16)
-    plot_w = W - LEFT - RIGHT
-    span = max(end, 1e-3)
-
-    def x(t: float) -> float:
-        return LEFT + plot_w * min(max(t, 0.0), span) / span
-
-    def y(g: float) -> float:
-        return TOP + g * row_h
-
-    revs: list[str | None] = []
-    for s in segs:
-        if s.revision not in revs:
-            revs.append(s.revision)
+    revs = list(dict.fromkeys(s.revision for s in segs))  # in order of appearance
+    height = max(TOP + rows * row_h + BOTTOM, TOP + (len(revs) + 9) * 16 + 16)
+    c = _Canvas(rows, row_h, max(end, 1e-3), height)
     colour = {r: PALETTE[i % len(PALETTE)] for i, r in enumerate(revs)}
+    head = title or f"LWS {name}: {len(events)} events, {end:.1f}s"
+    return "\n".join(
+        [
+            *_frame(c, head, violation),
+            *_surge_band(c, replicas, end, max_g),
+            *_group_rows(c),
+            *_group_bars(c, segs, wsegs, colour),
+            *_step_lines(c, replicas, sts, end),
+            *_time_axis(c),
+            *(_violation_marks(c, violation) if violation else []),
+            *_legend(revs, colour),
+            "</svg>",
+        ]
+    )
+
+
+def _frame(c: _Canvas, head: str, violation: Violation | None) -> list[str]:
+    """The document's opening, background, hatch pattern, title and the violation's message."""
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{c.height}" viewBox="0 0 {W} {c.height}" '
         'font-family="sans-serif" font-size="11">',
         '<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
         'patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff"/>'
         '<line x1="0" y1="0" x2="0" y2="6" stroke="#555" stroke-width="2"/></pattern></defs>',
-        f'<rect width="{W}" height="{h}" fill="#fff"/>',
+        f'<rect width="{W}" height="{c.height}" fill="#fff"/>',
+        f'<text x="{LEFT}" y="18" font-size="13" font-weight="bold">{escape(head)}</text>',
     ]
-    head = title or f"LWS {name}: {len(events)} events, {end:.1f}s"
-    out.append(f'<text x="{LEFT}" y="18" font-size="13" font-weight="bold">{escape(head)}</text>')
     if violation:
         msg = f"VIOLATION {violation.invariant} at #{violation.index} t={violation.t:.3f}s: {violation.message}"
         out.append(f'<text x="{LEFT}" y="36" fill="#c00">{escape(msg[:180])}</text>')
-    # surge band: rows >= replicas, per replicas segment
+    return out
+
+
+def _surge_band(c: _Canvas, replicas: list[tuple[float, int]], end: float, max_g: int) -> list[str]:
+    """Rows >= spec.replicas tinted, per stretch of time with one replicas value."""
+    out = []
     for i, (t0, r) in enumerate(replicas):
         t1 = replicas[i + 1][0] if i + 1 < len(replicas) else end
         if r <= max_g:
             out.append(
-                f'<rect x="{x(t0):.1f}" y="{y(r):.1f}" width="{max(0.5, x(t1) - x(t0)):.1f}" '
-                f'height="{(rows - r) * row_h}" fill="#fff4d6"/>'
+                f'<rect x="{c.x(t0):.1f}" y="{c.y(r):.1f}" width="{max(0.5, c.x(t1) - c.x(t0)):.1f}" '
+                f'height="{(c.rows - r) * c.row_h}" fill="#fff4d6"/>'
             )
-    for g in range(rows):
-        out.append(f'<text x="{LEFT - 6}" y="{y(g) + row_h * 0.7:.1f}" text-anchor="end">group {g}</text>')
-        out.append(f'<line x1="{LEFT}" y1="{y(g + 1):.1f}" x2="{LEFT + plot_w}" y2="{y(g + 1):.1f}" stroke="#eee"/>')
-    bar = row_h * 0.62
+    return out
+
+
+def _group_rows(c: _Canvas) -> list[str]:
+    out = []
+    for g in range(c.rows):
+        out.append(f'<text x="{LEFT - 6}" y="{c.y(g) + c.row_h * 0.7:.1f}" text-anchor="end">group {g}</text>')
+        out.append(
+            f'<line x1="{LEFT}" y1="{c.y(g + 1):.1f}" x2="{LEFT + c.plot_w}" y2="{c.y(g + 1):.1f}" stroke="#eee"/>'
+        )
+    return out
+
+
+def _group_bars(c: _Canvas, segs: list[_Seg], wsegs: list[_Seg], colour: dict[str | None, str]) -> list[str]:
+    """Each group's bar (its leader's revision and state) and, under it, its workers' strip."""
+    out = []
+    bar = c.row_h * 0.62
     for s in segs:
         fill = "url(#hatch)" if s.state == "deleting" else colour[s.revision]
         op = "1" if s.state == "available" else ("0.35" if s.state == "unready" else "0.8")
         tip = f"group {s.group} rev {s.revision} {s.state} {s.t0:.3f}-{s.t1:.3f}s"
         out.append(
-            f'<rect x="{x(s.t0):.1f}" y="{y(s.group) + 1:.1f}" width="{max(1.0, x(s.t1) - x(s.t0)):.1f}" '
+            f'<rect x="{c.x(s.t0):.1f}" y="{c.y(s.group) + 1:.1f}" width="{max(1.0, c.x(s.t1) - c.x(s.t0)):.1f}" '
             f'height="{bar:.1f}" fill="{fill}" fill-opacity="{op}" stroke="{colour[s.revision]}" '
             f'stroke-width="0.6"><title>{escape(tip)}</title></rect>'
         )
-    for s in wsegs:  # thin strip under the bar: the workers
+    for s in wsegs:
         fill = "#c00" if s.state == "mixed" else colour.get(s.revision, "#999")
         op = "1" if s.state in ("ready", "mixed") else "0.35"
         tip = f"group {s.group} workers rev {s.revision} {s.state} {s.t0:.3f}-{s.t1:.3f}s"
         out.append(
-            f'<rect x="{x(s.t0):.1f}" y="{y(s.group) + bar + 2:.1f}" width="{max(1.0, x(s.t1) - x(s.t0)):.1f}" '
-            f'height="{max(2.0, row_h - bar - 4):.1f}" fill="{fill}" fill-opacity="{op}">'
+            f'<rect x="{c.x(s.t0):.1f}" y="{c.y(s.group) + bar + 2:.1f}" '
+            f'width="{max(1.0, c.x(s.t1) - c.x(s.t0)):.1f}" '
+            f'height="{max(2.0, c.row_h - bar - 4):.1f}" fill="{fill}" fill-opacity="{op}">'
             f"<title>{escape(tip)}</title></rect>"
         )
-    # replicas (blue) and leader StatefulSet partition (red) as step lines
+    return out
+
+
+def _step_lines(
+    c: _Canvas, replicas: list[tuple[float, int]], sts: list[tuple[float, int, int]], end: float
+) -> list[str]:
+    """spec.replicas (blue) and the leader StatefulSet's partition (red) as dashed step lines."""
+    out = []
     for pts, col, label in (
-        (_steps([(t, r) for t, r in replicas], end), "#1f5fbf", "replicas"),
+        (_steps(list(replicas), end), "#1f5fbf", "replicas"),
         (_steps([(t, p) for t, p, _ in sts], end), "#d62728", "partition"),
     ):
         if pts:
-            path = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in pts)
+            path = " ".join(f"{c.x(t):.1f},{c.y(v):.1f}" for t, v in pts)
             out.append(
                 f'<polyline points="{path}" fill="none" stroke="{col}" stroke-width="1.5" '
                 f'stroke-dasharray="5,3"><title>{label}</title></polyline>'
             )
-    # time axis
-    step = _nice(span / 8)
-    t = 0.0
-    while t <= span + 1e-9:
-        out.append(f'<line x1="{x(t):.1f}" y1="{y(rows):.1f}" x2="{x(t):.1f}" y2="{y(rows) + 4:.1f}" stroke="#333"/>')
-        out.append(f'<text x="{x(t):.1f}" y="{y(rows) + 16:.1f}" text-anchor="middle">{t:g}s</text>')
+    return out
+
+
+def _time_axis(c: _Canvas) -> list[str]:
+    out = []
+    step = _nice(c.span / 8)
+    t, base = 0.0, c.y(c.rows)
+    while t <= c.span + 1e-9:
+        out.append(f'<line x1="{c.x(t):.1f}" y1="{base:.1f}" x2="{c.x(t):.1f}" y2="{base + 4:.1f}" stroke="#333"/>')
+        out.append(f'<text x="{c.x(t):.1f}" y="{base + 16:.1f}" text-anchor="middle">{t:g}s</text>')
         t += step
-    if violation:
-        vx = x(violation.t)
-        out.append(
-            f'<line x1="{vx:.1f}" y1="{TOP - 6}" x2="{vx:.1f}" y2="{y(rows):.1f}" stroke="#c00" stroke-width="2"/>'
-        )
-        for g in violation.groups:
-            if g < rows:
-                out.append(
-                    f'<circle cx="{vx:.1f}" cy="{y(g) + row_h / 2:.1f}" r="{row_h / 2:.1f}" fill="none" '
-                    'stroke="#c00" stroke-width="2.5"/>'
-                )
-    # legend
+    return out
+
+
+def _violation_marks(c: _Canvas, violation: Violation) -> list[str]:
+    """A red line at the violation's time, a red ring on each of its groups."""
+    vx = c.x(violation.t)
+    out = [f'<line x1="{vx:.1f}" y1="{TOP - 6}" x2="{vx:.1f}" y2="{c.y(c.rows):.1f}" stroke="#c00" stroke-width="2"/>']
+    for g in violation.groups:
+        if g < c.rows:
+            out.append(
+                f'<circle cx="{vx:.1f}" cy="{c.y(g) + c.row_h / 2:.1f}" r="{c.row_h / 2:.1f}" fill="none" '
+                'stroke="#c00" stroke-width="2.5"/>'
+            )
+    return out
+
+
+def _legend(revs: list[str | None], colour: dict[str | None, str]) -> list[str]:
+    """One swatch per revision, then what the shapes mean."""
+    out = []
     lx, ly = W - RIGHT + 16, TOP
-    items: list[tuple[str, str]] = [(colour[r], f"revision {r}") for r in revs]
-    for i, (col, label) in enumerate(items):
-        out.append(f'<rect x="{lx}" y="{ly + i * 16}" width="12" height="12" fill="{col}"/>')
-        out.append(f'<text x="{lx + 18}" y="{ly + i * 16 + 10}">{escape(str(label))}</text>')
-    ly += len(items) * 16 + 8
-    extra = [
-        ('<rect width="12" height="12" fill="#888"/>', "available (solid)"),
-        ('<rect width="12" height="12" fill="#888" fill-opacity="0.35"/>', "live, not available"),
-        ('<rect width="12" height="12" fill="url(#hatch)"/>', "being deleted"),
-        ('<rect y="8" width="12" height="4" fill="#888"/>', "strip: workers' revision"),
-        ('<rect y="8" width="12" height="4" fill="#c00"/>', "strip: workers mixed / != leader"),
-        ('<rect width="12" height="12" fill="#fff4d6" stroke="#ccc"/>', "surge (index >= replicas)"),
-        (
-            '<line x1="0" y1="6" x2="12" y2="6" stroke="#d62728" stroke-dasharray="4,2" stroke-width="2"/>',
-            "leader STS partition",
-        ),
-        (
-            '<line x1="0" y1="6" x2="12" y2="6" stroke="#1f5fbf" stroke-dasharray="4,2" stroke-width="2"/>',
-            "spec.replicas",
-        ),
-        ('<line x1="6" y1="0" x2="6" y2="12" stroke="#c00" stroke-width="2"/>', "violation"),
-    ]
-    for i, (shape, label) in enumerate(extra):
+    for i, r in enumerate(revs):
+        out.append(f'<rect x="{lx}" y="{ly + i * 16}" width="12" height="12" fill="{colour[r]}"/>')
+        out.append(f'<text x="{lx + 18}" y="{ly + i * 16 + 10}">{escape(f"revision {r}")}</text>')
+    ly += len(revs) * 16 + 8
+    for i, (shape, label) in enumerate(_LEGEND):
         out.append(f'<g transform="translate({lx},{ly + i * 16})">{shape}</g>')
         out.append(f'<text x="{lx + 18}" y="{ly + i * 16 + 10}">{escape(label)}</text>')
-    out.append("</svg>")
-    return "\n".join(out)
+    return out
 
 
 def _steps(points: list[tuple[float, int]], end: float) -> list[tuple[float, int]]:

@@ -17,6 +17,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,12 +98,19 @@ def template_digest(spec: Obj) -> str:
 
 def snapshot(kind: str, obj: Obj) -> Obj:
     """The compact, JSON-ready view of `obj` kept in the timeline (see the module docstring)."""
-    meta = obj.get("metadata") or {}
+    snap = _meta_view(obj.get("metadata") or {})
+    view = _KIND_VIEWS.get(kind)
+    if view:
+        snap.update(view(obj, obj.get("spec") or {}, obj.get("status") or {}))
+    return snap
+
+
+def _meta_view(meta: Obj) -> Obj:
+    """What every kind keeps: identity, the kept labels and annotations, deletion, generation and
+    controller owner."""
+    snap: Obj = {"name": meta.get("name"), "uid": meta.get("uid"), "rv": meta.get("resourceVersion")}
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    snap: Obj = {"name": meta.get("name"), "uid": meta.get("uid"), "rv": meta.get("resourceVersion")}
     kept = {k: labels[k] for k in KEPT_LABELS if k in labels}
     if kept:
         snap["labels"] = kept
@@ -116,57 +124,74 @@ def snapshot(kind: str, obj: Obj) -> Obj:
     for ref in meta.get("ownerReferences") or []:
         if ref.get("controller"):
             snap["owner"] = f"{ref.get('kind')}/{ref.get('name')}/{ref.get('uid')}"
-    if kind == "Pod":
-        snap["phase"] = status.get("phase")
-        snap["ready"] = status.get("phase") == "Running" and _conditions(status).get("Ready") == "True"
-        if spec.get("nodeName"):
-            snap["node"] = spec["nodeName"]
-        if spec.get("schedulingGates"):
-            snap["gated"] = True
-    elif kind == "StatefulSet":
-        ru = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
-        snap["spec"] = {"replicas": spec.get("replicas"), "partition": ru.get("partition", 0)}
-        if ru.get("maxUnavailable") is not None:
-            snap["spec"]["maxUnavailable"] = ru["maxUnavailable"]
-        snap["status"] = {
-            k: status[k]
-            for k in (
-                "replicas",
-                "readyReplicas",
-                "availableReplicas",
-                "updatedReplicas",
-                "currentRevision",
-                "updateRevision",
-                "observedGeneration",
-            )
-            if k in status
-        }
-    elif kind == "LeaderWorkerSet":
-        ru = (spec.get("rolloutStrategy") or {}).get("rollingUpdateConfiguration") or {}
-        lwt = spec.get("leaderWorkerTemplate") or {}
-        snap["spec"] = {
+    return snap
+
+
+def _pod_view(obj: Obj, spec: Obj, status: Obj) -> Obj:
+    view: Obj = {
+        "phase": status.get("phase"),
+        "ready": status.get("phase") == "Running" and _conditions(status).get("Ready") == "True",
+    }
+    if spec.get("nodeName"):
+        view["node"] = spec["nodeName"]
+    if spec.get("schedulingGates"):
+        view["gated"] = True
+    return view
+
+
+_STS_STATUS = (
+    "replicas",
+    "readyReplicas",
+    "availableReplicas",
+    "updatedReplicas",
+    "currentRevision",
+    "updateRevision",
+    "observedGeneration",
+)
+
+
+def _sts_view(obj: Obj, spec: Obj, status: Obj) -> Obj:
+    ru = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
+    view: Obj = {"spec": {"replicas": spec.get("replicas"), "partition": ru.get("partition", 0)}}
+    if ru.get("maxUnavailable") is not None:
+        view["spec"]["maxUnavailable"] = ru["maxUnavailable"]
+    view["status"] = {k: status[k] for k in _STS_STATUS if k in status}
+    return view
+
+
+def _lws_view(obj: Obj, spec: Obj, status: Obj) -> Obj:
+    ru = (spec.get("rolloutStrategy") or {}).get("rollingUpdateConfiguration") or {}
+    lwt = spec.get("leaderWorkerTemplate") or {}
+    return {
+        "spec": {
             "replicas": spec.get("replicas", 1),
             "size": lwt.get("size", 1),
             "partition": ru.get("partition", 0),
             "maxUnavailable": ru.get("maxUnavailable", 1),
             "maxSurge": ru.get("maxSurge", 0),
             "template": template_digest(spec),
-        }
-        snap["status"] = {
+        },
+        "status": {
             "replicas": status.get("replicas", 0),
             "readyReplicas": status.get("readyReplicas", 0),
             "updatedReplicas": status.get("updatedReplicas", 0),
             "observedGeneration": status.get("observedGeneration"),
             "conditions": _conditions(status),
-        }
-    elif kind == "ControllerRevision":
-        snap["revision"] = _int_or(obj.get("revision"))
-    elif kind == "Workload":
-        snap["status"] = {"conditions": _conditions(status)}
-    elif kind == "DisaggregatedSet":
-        snap["roles"] = [_ds_role(r) for r in spec.get("roles") or []]
-        snap["status"] = {"roles": status.get("roleStatuses") or [], "conditions": _conditions(status)}
-    return snap
+        },
+    }
+
+
+_KIND_VIEWS: dict[str, Callable[[Obj, Obj, Obj], Obj]] = {
+    "Pod": _pod_view,
+    "StatefulSet": _sts_view,
+    "LeaderWorkerSet": _lws_view,
+    "ControllerRevision": lambda obj, spec, status: {"revision": _int_or(obj.get("revision"))},
+    "Workload": lambda obj, spec, status: {"status": {"conditions": _conditions(status)}},
+    "DisaggregatedSet": lambda obj, spec, status: {
+        "roles": [_ds_role(r) for r in spec.get("roles") or []],
+        "status": {"roles": status.get("roleStatuses") or [], "conditions": _conditions(status)},
+    },
+}
 
 
 def _ds_role(role: Obj) -> Obj:

@@ -12,9 +12,9 @@ and force-deleted by pod GC). Six nodes fail at once, one grace period for all:
   is tainted out-of-service; each group must be recreated whole (its pod on the healthy node too)
   in one rack of its own; group 2 is watched untouched. Four groups take the deleted-node path
   because pod GC force-deletes their workers, where LWS v0.9.0 can miss the deletion
-  (kubernetes-sigs/lws#998; 2 of 7 such groups with a 40 s node grace, 2 of 28 with 20 s): that picture in some of them, never all,
-  is the listed race (CHAOS-RESTART-001's rule); in all four it stays a failure (a deterministic
-  regression shows in every group). The racks keep room for a whole group after losing a node:
+  (kubernetes-sigs/lws#998; 2 of 7 such groups with a 40 s node grace, 2 of 36 with 20 s): that
+  picture in some of them, never all, is the listed race (CHAOS-RESTART-001's rule); in all four
+  it stays a failure (a deterministic regression shows in every group). The racks keep room for a whole group after losing a node:
   the scheduler places a recreated leader in any rack where the leader fits, its own included,
   and with two-node racks a group came back with its leader in its damaged rack and its worker
   Pending for good (measured here; no upstream text promises another rack).
@@ -45,7 +45,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("node-loss")]
 # After a deleted node's worker is replaced, its group's leader must be gone within this (x
 # timeouts.scale): LWS deletes it on seeing the worker's deletion (group rebuilds take 0.2-0.35 s).
 REBUILD = 10.0
-# The groups whose worker's Node is deleted: lws#998 hit 2 of 35 such groups in sessions 7-8 (2 of
+# The groups whose worker's Node is deleted: lws#998 hit 4 of 43 such groups in sessions 7-8 (2 of
 # 7 at the worst), so with four the race alone leaves all four with probability < 1 % (one group:
 # a red run in up to ~3).
 DELETED = ("0", "3", "4", "5")
