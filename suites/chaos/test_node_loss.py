@@ -14,10 +14,11 @@ and force-deleted by pod GC). Six nodes fail at once, one grace period for all:
   because pod GC force-deletes their workers, where LWS v0.9.0 can miss the deletion
   (kubernetes-sigs/lws#998; 2 of 7 such groups with a 40 s node grace, 2 of 36 with 20 s): that
   picture in some of them, never all, is the listed race (CHAOS-RESTART-001's rule); in all four
-  it stays a failure (a deterministic regression shows in every group). The racks keep room for a whole group after losing a node:
-  the scheduler places a recreated leader in any rack where the leader fits, its own included,
-  and with two-node racks a group came back with its leader in its damaged rack and its worker
-  Pending for good (measured here; no upstream text promises another rack).
+  it stays a failure (a deterministic regression shows in every group). The racks keep room for a
+  whole group after losing a node: the scheduler places a recreated leader in any rack where the
+  leader fits, its own included, and with two-node racks a group came back with its leader in its
+  damaged rack and its worker Pending for good (measured here; no upstream text promises another
+  rack).
 - LWS `np` (restartPolicy None, 1 group of 2, one pod per node on 3 nodes): its worker's node is
   deleted; only the worker is replaced, the leader keeps running.
 
