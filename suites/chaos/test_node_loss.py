@@ -53,6 +53,7 @@ DELETED = ("0", "3", "4", "5")
 ROLE = "lwsc.x-k8s.io/node-loss"
 EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 Obj = dict[str, Any]
+Placement = dict[str, tuple[str, str, str]]  # pod name -> (uid, node, group index)
 
 
 def _make_nodes(sc: Scenario, unique: str, role: str, racks: dict[str, int], names: list[str]) -> None:
@@ -91,7 +92,7 @@ def _one_pod_per_node(obj: Obj) -> Obj:
     return obj
 
 
-def _placement(sc: Scenario, lws: str) -> dict[str, tuple[str, str, str]]:
+def _placement(sc: Scenario, lws: str) -> Placement:
     """pod name -> (uid, node, group index) of the LWS's pods."""
     return {
         p["metadata"]["name"]: (
@@ -104,7 +105,7 @@ def _placement(sc: Scenario, lws: str) -> dict[str, tuple[str, str, str]]:
 
 
 def _replaced_whole(
-    before: dict[str, tuple[str, str, str]],
+    before: Placement,
     replaced: set[str],
     size: int,
     avoid: frozenset[str] | set[str] = frozenset(),
@@ -134,7 +135,7 @@ def _ready_at(events: list[Any], pod: str, old_uid: str) -> float | None:
 
 
 def _groups_left_alone(
-    sc: Scenario, before: dict[str, tuple[str, str, str]], groups: tuple[str, ...], gone: set[str]
+    sc: Scenario, before: Placement, groups: tuple[str, ...], gone: set[str]
 ) -> list[str]:
     """`groups` lost their worker's node by deletion: wait until pod GC has removed each worker and
     a new one exists, then up to REBUILD for every one of them to be new, whole, Ready, off the
@@ -193,6 +194,48 @@ def _judge_deleted_node_groups(alone: list[str], groups: tuple[str, ...]) -> Non
         )
 
 
+def _setup(sc: Scenario, unique: str, mine: list[str]) -> tuple[Placement, Placement, dict[str, str]]:
+    """The test's nodes (collected in `mine`) and both LWSs settled on them: `rg`'s and `np`'s
+    placements and each node's rack."""
+    rack = sc.cluster.topology.rack_label
+    _make_nodes(sc, unique, "rg", {f"r{i}": 3 for i in range(7)}, mine)
+    _make_nodes(sc, unique, "np", {"r": 3}, mine)
+    sc.create(_one_pod_per_node(_lws("rg", unique, 6, "RecreateGroupOnPodRestart", **{EXCLUSIVE: rack})))
+    sc.create(_one_pod_per_node(_lws("np", unique, 1, "None")))
+    sc.wait_lws("rg", sc.settled(6), "6 groups Ready, one per rack, one pod per node", timeout=90)
+    sc.wait_lws("np", sc.settled(1), "its group Ready, one pod per node", timeout=90)
+    rack_of = {n: sc.core.read_node(n).metadata.labels[rack] for n in mine}  # type: ignore[union-attr]
+    return _placement(sc, "rg"), _placement(sc, "np"), rack_of
+
+
+def _timings(events: list[Any], before: Placement, given_up_at: dict[str, float]) -> list[tuple[str, float]]:
+    """Report rows: from giving a node up (timeline seconds, per group) to its replacement Ready."""
+    rows = []
+    for key, pod, group in (
+        ("node_deleted_to_group_ready_s", "rg-0", "rg-0"),
+        ("out_of_service_to_group_ready_s", "rg-1", "rg-1"),
+        ("node_deleted_to_none_worker_ready_s", "np-0-1", "np-0"),
+    ):
+        at = _ready_at(events, pod, before[pod][0])
+        if at is not None:
+            rows.append((key, round(at - given_up_at[group], 1)))
+    return rows
+
+
+def _remove_nodes(sc: Scenario, mine: list[str], failed: set[str], cfg: Obj) -> None:
+    """Delete the test's nodes; a failed one still recorded as a fault is given up (deleted) through
+    the chaos action, so the fault record is closed. Every fault must be over afterwards."""
+    for name in mine:
+        try:
+            if name in failed and safety.pending():
+                actions.give_up_node(name, "delete", configuration=cfg)
+            else:
+                sc.core.delete_node(name)
+        except Exception:  # noqa: BLE001  (already gone)
+            pass
+    assert not safety.pending(), f"faults left applied: {safety.pending()}"
+
+
 @pytest.mark.requirement("CHAOS-NODE-001")
 @pytest.mark.requirement("CHAOS-NODE-002")
 @pytest.mark.requirement("CHAOS-NODE-003")
@@ -201,22 +244,14 @@ def test_a_node_that_never_returns(
 ) -> None:
     sc = private_scenario
     cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace, "lwsc_disposable_cluster": None}
-    rack = sc.cluster.topology.rack_label
     tainted = worker_node = ""
     deleted: dict[str, str] = {}  # group -> its worker's node, deleted
     mine: list[str] = []
     try:
-        _make_nodes(sc, unique, "rg", {f"r{i}": 3 for i in range(7)}, mine)
-        _make_nodes(sc, unique, "np", {"r": 3}, mine)
-        sc.create(_one_pod_per_node(_lws("rg", unique, 6, "RecreateGroupOnPodRestart", **{EXCLUSIVE: rack})))
-        sc.create(_one_pod_per_node(_lws("np", unique, 1, "None")))
-        sc.wait_lws("rg", sc.settled(6), "6 groups Ready, one per rack, one pod per node", timeout=90)
-        sc.wait_lws("np", sc.settled(1), "its group Ready, one pod per node", timeout=90)
-        rg, np_ = _placement(sc, "rg"), _placement(sc, "np")
+        rg, np_, rack_of = _setup(sc, unique, mine)
         # groups 0, 3, 4, 5 lose their worker's node (deleted), group 1 its leader's (out-of-service), np its worker's
         deleted = {g: rg[f"rg-{g}-1"][1] for g in DELETED}
         tainted, worker_node = rg["rg-1"][1], np_["np-0-1"][1]
-        rack_of = {n: sc.core.read_node(n).metadata.labels[rack] for n in mine}  # type: ignore[union-attr]
 
         with record(sc.api, sc.namespace, workloads=False) as tl:
             failed = actions.fail_nodes(
@@ -249,14 +284,8 @@ def test_a_node_that_never_returns(
             with claim("CHAOS-NODE-001"):
                 _judge_deleted_node_groups(_groups_left_alone(sc, rg, DELETED, gone), DELETED)
         events = tl.ordered()
-        for key, pod, group in (
-            ("node_deleted_to_group_ready_s", "rg-0", "rg-0"),
-            ("out_of_service_to_group_ready_s", "rg-1", "rg-1"),
-            ("node_deleted_to_none_worker_ready_s", "np-0-1", "np-0"),
-        ):
-            at = _ready_at(events, pod, (rg | np_)[pod][0])
-            if at is not None:
-                request.node.user_properties.append((key, round(at - (given_up[group] - tl.started_mono), 1)))
+        offsets = {group: at - tl.started_mono for group, at in given_up.items()}
+        request.node.user_properties.extend(_timings(events, rg | np_, offsets))
         rg_after = _placement(sc, "rg")
 
         with claim("CHAOS-NODE-001"):
@@ -277,12 +306,4 @@ def test_a_node_that_never_returns(
         for g, lost in (("0", deleted["0"]), ("1", tainted)):  # which rack it came back to (a finding, not a promise)
             request.node.user_properties.append((f"group_{g}_back_in_own_rack", racks[g] == {rack_of[lost]}))
     finally:
-        for name in mine:
-            try:
-                if name in (*deleted.values(), tainted, worker_node) and safety.pending():
-                    actions.give_up_node(name, "delete", configuration=cfg)
-                else:
-                    sc.core.delete_node(name)
-            except Exception:  # noqa: BLE001  (already gone)
-                pass
-        assert not safety.pending(), f"faults left applied: {safety.pending()}"
+        _remove_nodes(sc, mine, {*deleted.values(), tainted, worker_node}, cfg)
