@@ -65,6 +65,9 @@ def test_unknown_profile_key(state: dict[str, str]) -> None:
 
 def test_busy_port_names_the_port_and_the_fix(state: dict[str, str], port: int) -> None:
     with socket.socket() as s:
+        # as servers do (Go's listeners too): a cluster just killed on this block may have left
+        # connections in TIME_WAIT on the port, which refuse a plain bind but not a server's
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", port + 2))
         s.listen()
         proc = lwsc("--set", f"network.base_port={port}", "up", env=state)

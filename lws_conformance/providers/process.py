@@ -106,7 +106,9 @@ def kill_all(recs: list[ProcRecord], limit: float = 10.0) -> None:
     """SIGKILL the process groups of a cluster being discarded, all at once, and wait (up to
     `limit` seconds) until they are gone: 0.1 s where a graceful stop in order took 1.4 s (the
     controllers, then the apiserver, then etcd) and a SIGTERM to all at once 3 s (controllers
-    retrying the stopped apiserver until SIGKILL)."""
+    retrying the stopped apiserver until SIGKILL). Their ports may keep connections in TIME_WAIT
+    for a minute: a plain bind() is refused there, a listener with SO_REUSEADDR (every component's,
+    and `port_free`) is not."""
     _signal_and_wait(recs, signal.SIGKILL, limit)
 
 
