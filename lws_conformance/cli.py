@@ -499,6 +499,20 @@ def cmd_chaos_target(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lwsc", description=__doc__.splitlines()[0] if __doc__ else None)
+    _global_args(p)
+    sub = p.add_subparsers(dest="command", required=True)
+    _cluster_commands(sub)
+    _run_command(sub)
+    _cluster_tool_commands(sub)
+    _matrix_command(sub)
+    EXTRA_HANDLERS.update(cli_certify.add_parsers(sub))
+    EXTRA_HANDLERS.update(cli_incluster.add_parsers(sub))
+    cli_conventions.add_late_globals(p, sub)
+    return p
+
+
+def _global_args(p: argparse.ArgumentParser) -> None:
+    """Options before the subcommand: profile, overrides, cluster name and provider."""
     p.add_argument("--version", action=_Version, help="print the harness version and commit, then exit")
     p.add_argument(
         "--profile",
@@ -521,7 +535,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kind-bin", help="kind binary (default: from PATH; never downloaded)")
     p.add_argument("--docker-bin", help="docker binary for the kind provider (default: from PATH)")
     p.add_argument("--kubectl-bin", help="kubectl binary for the kind provider (default: from PATH)")
-    sub = p.add_subparsers(dest="command", required=True)
+
+
+def _cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The local cluster's life cycle: build, up, down, status, kubeconfig; and report."""
     sub.add_parser("build", help="build (or find in the cache) every binary of the profile")
     sub.add_parser("up", help="bring up the local cluster (idempotent); prints the kubeconfig path")
     sub.add_parser("down", help="stop every process of the local cluster and remove its state")
@@ -530,6 +547,10 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("kubeconfig", help="print the admin kubeconfig path")
     rep = sub.add_parser("report", help="re-render a run directory (summary, HTML, PRODUCT.yaml) offline")
     rep.add_argument("run_dir")
+
+
+def _run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The main job."""
     run = sub.add_parser("run", help="main job: up (or reuse), run the suites, write reports/")
     run.add_argument("--focus", help="run only tests matching this pytest -k expression (e.g. a requirement id)")
     run.add_argument("--skip", help="skip tests matching this pytest -k expression")
@@ -563,6 +584,10 @@ def parser() -> argparse.ArgumentParser:
         "--product-metadata", metavar="FILE", help="YAML of PRODUCT.yaml metadata (vendorName, platformName, ...)"
     )
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+
+
+def _cluster_tool_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Commands against any cluster: discover, preflight, cleanup, chaos-target."""
     disc = sub.add_parser("discover", help="print a profile (topology labels, GPU resource) proposed from the nodes")
     _cluster_args(disc)
     disc.add_argument("-o", "--output", help="also write the proposal to this FILE; `json`: print it as JSON instead")
@@ -578,6 +603,10 @@ def parser() -> argparse.ArgumentParser:
     tgt.add_argument("--namespace", default="lwsc-chaos", help="namespace (gets the run label; default lwsc-chaos)")
     tgt.add_argument("--lws", default="chaos", help="LWS name (default chaos, the experiments' default)")
     tgt.add_argument("--node", help="pin one group of 2 pods to this node (for chaos/node-failure.yaml)")
+
+
+def _matrix_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Several LWS / Kueue versions, one cluster each."""
     mat = sub.add_parser("matrix", help="run the suites against several LWS / Kueue versions; print a table")
     mat.add_argument("--lws", required=True, help="comma-separated LWS versions, e.g. v0.8.0,v0.9.0")
     mat.add_argument("--kueue", help="comma-separated Kueue versions (default: the profile's)")
@@ -587,10 +616,6 @@ def parser() -> argparse.ArgumentParser:
     mat.add_argument("--base-port", type=int, default=matrix.MATRIX_BASE_PORT, help="first cell's network.base_port")
     mat.add_argument("--reports", default=_default_reports(), help="default ./reports or $ARTIFACTS")
     mat.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
-    EXTRA_HANDLERS.update(cli_certify.add_parsers(sub))
-    EXTRA_HANDLERS.update(cli_incluster.add_parsers(sub))
-    cli_conventions.add_late_globals(p, sub)
-    return p
 
 
 EXTRA_HANDLERS: dict[str, cli_certify.Handler] = {}  # subcommands defined in cli_*.py modules
