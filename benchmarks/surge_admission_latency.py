@@ -31,13 +31,15 @@ from lws_conformance.providers.local import LocalCluster
 GROUP, VERSION = workloads.KUEUE_GROUP, workloads.KUEUE_VERSION
 
 
-def _watch(fn: Any, seen: dict[str, float], key: Any, stop: threading.Event, **kw: Any) -> None:
+def _watch(fn: Any, seen: dict[str, float], key: Any, found: threading.Event, stop: threading.Event, **kw: Any) -> None:
+    """Record when `key(object)` first names an object; `found` is set then."""
     w = watch.Watch()
     try:
         for ev in w.stream(fn, timeout_seconds=120, **kw):
             k = key(ev["object"])
             if k and k not in seen:
                 seen[k] = time.monotonic()
+                found.set()
             if stop.is_set():
                 w.stop()
     except Exception:  # noqa: BLE001  (the stream ends when the namespace or the cluster goes away)
@@ -76,7 +78,7 @@ def one_round(api: client.ApiClient, profile: Any, i: int) -> float:
     surge_wl = workloads.lws_workload_name(name, uid, 2)
     pods: dict[str, float] = {}
     wls: dict[str, float] = {}
-    stop = threading.Event()
+    stop, pod_seen, wl_seen = threading.Event(), threading.Event(), threading.Event()
     def surge_pod(pod: Any) -> str | None:
         return "surge" if (pod.metadata.labels or {}).get("leaderworkerset.sigs.k8s.io/group-index") == "2" else None
 
@@ -85,9 +87,9 @@ def one_round(api: client.ApiClient, profile: Any, i: int) -> float:
 
     wl_kwargs = {"group": GROUP, "version": VERSION, "namespace": ns, "plural": "workloads"}
     threads = [
-        threading.Thread(target=_watch, args=(core.list_namespaced_pod, pods, surge_pod, stop),
+        threading.Thread(target=_watch, args=(core.list_namespaced_pod, pods, surge_pod, pod_seen, stop),
                          kwargs={"namespace": ns}, daemon=True),
-        threading.Thread(target=_watch, args=(custom.list_namespaced_custom_object, wls, surge_admitted, stop),
+        threading.Thread(target=_watch, args=(custom.list_namespaced_custom_object, wls, surge_admitted, wl_seen, stop),
                          kwargs=wl_kwargs, daemon=True),
     ]
     for t in threads:
@@ -98,8 +100,8 @@ def one_round(api: client.ApiClient, profile: Any, i: int) -> float:
     custom.patch_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", ns, "leaderworkersets", name,
                                           {"spec": {"leaderWorkerTemplate": {"workerTemplate": lwt["workerTemplate"]}}})
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not ("surge" in pods and "admitted" in wls):
-        time.sleep(0.05)
+    for seen in (pod_seen, wl_seen):
+        seen.wait(max(0.0, deadline - time.monotonic()))
     stop.set()
     core.delete_namespace(ns)
     custom.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", cq)

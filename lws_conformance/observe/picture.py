@@ -150,7 +150,7 @@ def render(events: Sequence[Event], violation: Violation | None = None, lws: str
     return "\n".join(
         [
             *_frame(c, head, violation),
-            *_surge_band(c, replicas, end, max_g),
+            *_surge_band(c, replicas, end),
             *_group_rows(c),
             *_group_bars(c, segs, wsegs, colour),
             *_step_lines(c, replicas, sts, end),
@@ -179,12 +179,12 @@ def _frame(c: _Canvas, head: str, violation: Violation | None) -> list[str]:
     return out
 
 
-def _surge_band(c: _Canvas, replicas: list[tuple[float, int]], end: float, max_g: int) -> list[str]:
+def _surge_band(c: _Canvas, replicas: list[tuple[float, int]], end: float) -> list[str]:
     """Rows >= spec.replicas tinted, per stretch of time with one replicas value."""
     out = []
     for i, (t0, r) in enumerate(replicas):
         t1 = replicas[i + 1][0] if i + 1 < len(replicas) else end
-        if r <= max_g:
+        if r < c.rows:
             out.append(
                 f'<rect x="{c.x(t0):.1f}" y="{c.y(r):.1f}" width="{max(0.5, c.x(t1) - c.x(t0)):.1f}" '
                 f'height="{(c.rows - r) * c.row_h}" fill="#fff4d6"/>'

@@ -56,17 +56,19 @@ Obj = dict[str, Any]
 Placement = dict[str, tuple[str, str, str]]  # pod name -> (uid, node, group index)
 
 
-def _make_nodes(sc: Scenario, unique: str, role: str, racks: dict[str, int], names: list[str]) -> None:
-    """Create the test's nodes (`names` collects them as they are created, for the clean-up)."""
+def _make_nodes(sc: Scenario, unique: str, role: str, racks: dict[str, int], mine: dict[str, str]) -> None:
+    """Create the test's nodes (`mine` collects each one's rack as it is created, for the checks
+    and the clean-up)."""
     topo = sc.cluster.topology
     for rack, count in racks.items():
         for i in range(count):
             name = f"lwsc-{unique}-{role}-{rack}{i}"
-            body = nodes.node_manifest(topo, name, f"loss-{unique}", f"{unique}-{role}-{rack}")
+            rack_label = f"{unique}-{role}-{rack}"
+            body = nodes.node_manifest(topo, name, f"loss-{unique}", rack_label)
             body["metadata"]["labels"].pop(nodes.POOL_LABEL[0])
             body["metadata"]["labels"][ROLE] = f"{unique}-{role}"
             sc.core.create_node(body)  # type: ignore[arg-type]  # the client accepts dicts
-            names.append(name)
+            mine[name] = rack_label
             sc.core.patch_node_status(name, {"status": body["status"]})
 
 
@@ -194,9 +196,9 @@ def _judge_deleted_node_groups(alone: list[str], groups: tuple[str, ...]) -> Non
         )
 
 
-def _setup(sc: Scenario, unique: str, mine: list[str]) -> tuple[Placement, Placement, dict[str, str]]:
-    """The test's nodes (collected in `mine`) and both LWSs settled on them: `rg`'s and `np`'s
-    placements and each node's rack."""
+def _setup(sc: Scenario, unique: str, mine: dict[str, str]) -> tuple[Placement, Placement]:
+    """The test's nodes (collected with their racks in `mine`) and both LWSs settled on them:
+    `rg`'s and `np`'s placements."""
     rack = sc.cluster.topology.rack_label
     _make_nodes(sc, unique, "rg", {f"r{i}": 3 for i in range(7)}, mine)
     _make_nodes(sc, unique, "np", {"r": 3}, mine)
@@ -204,8 +206,7 @@ def _setup(sc: Scenario, unique: str, mine: list[str]) -> tuple[Placement, Place
     sc.create(_one_pod_per_node(_lws("np", unique, 1, "None")))
     sc.wait_lws("rg", sc.settled(6), "6 groups Ready, one per rack, one pod per node", timeout=90)
     sc.wait_lws("np", sc.settled(1), "its group Ready, one pod per node", timeout=90)
-    rack_of = {n: sc.core.read_node(n).metadata.labels[rack] for n in mine}  # type: ignore[union-attr]
-    return _placement(sc, "rg"), _placement(sc, "np"), rack_of
+    return _placement(sc, "rg"), _placement(sc, "np")
 
 
 def _timings(events: list[Any], before: Placement, given_up_at: dict[str, float]) -> list[tuple[str, float]]:
@@ -222,7 +223,7 @@ def _timings(events: list[Any], before: Placement, given_up_at: dict[str, float]
     return rows
 
 
-def _remove_nodes(sc: Scenario, mine: list[str], failed: set[str], cfg: Obj) -> None:
+def _remove_nodes(sc: Scenario, mine: dict[str, str], failed: set[str], cfg: Obj) -> None:
     """Delete the test's nodes; a failed one still recorded as a fault is given up (deleted) through
     the chaos action, so the fault record is closed. Every fault must be over afterwards."""
     for name in mine:
@@ -246,9 +247,9 @@ def test_a_node_that_never_returns(
     cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace, "lwsc_disposable_cluster": None}
     tainted = worker_node = ""
     deleted: dict[str, str] = {}  # group -> its worker's node, deleted
-    mine: list[str] = []
+    mine: dict[str, str] = {}  # the test's nodes -> their rack
     try:
-        rg, np_, rack_of = _setup(sc, unique, mine)
+        rg, np_ = _setup(sc, unique, mine)
         # groups 0, 3, 4, 5 lose their worker's node (deleted), group 1 its leader's (out-of-service), np its worker's
         deleted = {g: rg[f"rg-{g}-1"][1] for g in DELETED}
         tainted, worker_node = rg["rg-1"][1], np_["np-0-1"][1]
@@ -300,10 +301,10 @@ def test_a_node_that_never_returns(
             )
 
         with claim("CHAOS-NODE-003"):
-            racks = {g: {rack_of.get(node, node) for _, node, gi in rg_after.values() if gi == g} for g in "012345"}
+            racks = {g: {mine.get(node, node) for _, node, gi in rg_after.values() if gi == g} for g in "012345"}
             assert all(len(r) == 1 for r in racks.values()), f"a recreated group spans racks: {racks}"
             assert len({next(iter(r)) for r in racks.values()}) == 6, f"two groups share a rack: {racks}"
         for g, lost in (("0", deleted["0"]), ("1", tainted)):  # which rack it came back to (a finding, not a promise)
-            request.node.user_properties.append((f"group_{g}_back_in_own_rack", racks[g] == {rack_of[lost]}))
+            request.node.user_properties.append((f"group_{g}_back_in_own_rack", racks[g] == {mine[lost]}))
     finally:
         _remove_nodes(sc, mine, {*deleted.values(), tainted, worker_node}, cfg)
