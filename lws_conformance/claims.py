@@ -13,10 +13,14 @@ installed version predates is not-applicable while its siblings still run):
             ...
 
 A claim's failed assertion is recorded and the test goes on; at the end the test fails naming
-every failed claim. In the worker, each phase's report gets a `lwsc-verdicts` user property: for
-every requirement of the test, its verdict (`lws_conformance.verdicts`), known deviations matched
-by symptom (`lws_conformance.deviations`). A test whose only failures are known deviations or
-SHOULD-level warnings is reported to pytest as xfail, with the reason.
+every failed claim. A claim entered several times keeps every failure, and an `errors.Failures`
+raised in it counts as one failure per message: each is matched against the known deviations on
+its own, so one matched deviation never hides another failure of the same requirement.
+
+In the worker, each phase's report gets a `lwsc-verdicts` user property: for every requirement
+of the test, its verdict (`lws_conformance.verdicts`), known deviations matched by symptom
+(`lws_conformance.deviations`). A test whose only failures are known deviations or SHOULD-level
+warnings is reported to pytest as xfail, with the reason.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import allure
@@ -32,6 +36,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from . import catalogue, deviations, verdicts
+from .errors import Failures
 
 VERDICTS_PROPERTY = "lwsc-verdicts"
 PRIVATE = verdicts.PRIVATE
@@ -48,8 +53,18 @@ class ClaimsFailed(AssertionError):
 @dataclass
 class _Claimed:
     raw: str  # passed | failed | not-applicable
-    exception: str = ""
-    message: str = ""
+    failures: list[verdicts.Failure] = field(default_factory=list)  # (exception, message), every one
+    message: str = ""  # why not-applicable
+
+    def all_messages(self) -> str:
+        return "\n\n".join(m for _e, m in self.failures)
+
+
+def failures_of(exc: BaseException) -> list[verdicts.Failure]:
+    """One (exception, message) per distinct failure an exception carries."""
+    if isinstance(exc, Failures):
+        return [("AssertionError", m) for m in exc.messages]
+    return [(type(exc).__name__, str(exc))]
 
 
 def requirement_ids(item: pytest.Item) -> list[str]:
@@ -97,17 +112,15 @@ class Claims:
     def __call__(self, rid: str) -> Iterator[None]:
         if rid not in self._ids:
             raise ValueError(f"claim({rid!r}): the test is not marked @pytest.mark.requirement({rid!r})")
-        previous = self._done.get(rid)
+        if not self.applies(rid):
+            self._done[rid] = _Claimed("not-applicable", message=self._item.stash[_NOT_APPLICABLE][rid])
+        done = self._done.setdefault(rid, _Claimed("passed"))
         try:
             yield
         except AssertionError as exc:
-            outcome = _Claimed("failed", type(exc).__name__, str(exc))
-        else:
-            outcome = _Claimed("passed")
-        if not self.applies(rid):
-            outcome = _Claimed("not-applicable", message=self._item.stash[_NOT_APPLICABLE][rid])
-        if previous is None or previous.raw != "failed":  # a claim made twice: the first failure stays
-            self._done[rid] = outcome
+            if done.raw != "not-applicable":  # a claim made several times keeps every failure
+                done.raw = "failed"
+                done.failures.extend(failures_of(exc))
 
 
 # Set by the plugin for tests on the shared cluster: says why the cluster under test is broken
@@ -126,7 +139,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     result = yield
     failed = {rid: c for rid, c in item.stash.get(_CLAIMS, {}).items() if c.raw == "failed"}
     if failed:
-        raise ClaimsFailed("\n\n".join(f"{rid}: {c.message}" for rid, c in failed.items()))
+        raise ClaimsFailed("\n\n".join(f"{rid}: {c.all_messages()}" for rid, c in failed.items()))
     return result
 
 
@@ -135,7 +148,7 @@ def _raw(report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException]
     if report.skipped and not hasattr(report, "wasxfail"):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason = str(reason).removeprefix("Skipped: ")
-        return ("not-applicable" if reason.startswith("not-applicable") else "skipped"), "", reason
+        return "skipped", "", reason  # not-applicable comes from the catalogue's version rule alone (gate)
     if not report.failed:
         return "passed", "", ""
     exc = excinfo.value if excinfo else None
@@ -163,14 +176,15 @@ def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
     broken: str | None = None
     if report.failed and INFRA_BROKEN in item.stash:
         broken = item.stash[INFRA_BROKEN]()
+    whole = failures_of(call.excinfo.value) if raw == "failed" and call.excinfo and not claims_only else None
     out = {}
     for rid in requirement_ids(item):
-        r, e, m = raw, exc, message
+        r, e, m, f = raw, exc, message, whole
         if rid in na:
-            r, e, m = "not-applicable", "", na[rid]
+            r, e, m, f = "not-applicable", "", na[rid], None
         elif report.when == "call" and rid in claimed:
             c = claimed[rid]
-            r, e, m = c.raw, c.exception, c.message
+            r, e, m, f = c.raw, "", c.all_messages() or c.message, c.failures or None
             if r == "passed" and raw in ("failed", "error") and not claims_only:
                 # the test failed in code outside every claim: this requirement cannot read passed
                 r, e, m = "error", exc, f"the test failed outside its claims ({rid}'s own checks passed): {message}"
@@ -178,7 +192,7 @@ def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
             continue  # a test that claims checks said nothing about this one (e.g. another case)
         if r == "failed" and broken:
             r, e, m = "error", "InfraError", f"{broken}\n\n{m}"
-        out[rid] = verdicts.classify(rid, reqs[rid].level, r, m, e, versions, deviations.default(), item.nodeid)
+        out[rid] = verdicts.classify(rid, reqs[rid].level, r, m, e, versions, deviations.default(), item.nodeid, f)
     return out
 
 
@@ -213,4 +227,3 @@ def read_verdicts(user_properties: list[tuple[str, Any]]) -> tuple[str, dict[str
             doc = json.loads(value)
             return str(doc.get("ran_on", "")), {k: verdicts.Outcome(**v) for k, v in doc["requirements"].items()}
     return "", {}
-

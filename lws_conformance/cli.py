@@ -1,7 +1,8 @@
 """`lwsc`: bring the local cluster up and down, inspect it, and run the suites.
 
 User mistakes end in one line on stderr and exit 2; harness/infrastructure failures exit 3; a
-requirement that failed exits 1 (from pytest). SIGTERM is turned into KeyboardInterrupt so that
+run's verdicts give 0, 1, 3 or 4 (`report.conclusion`: 4 = MUST failures that are listed upstream
+bugs only). SIGTERM is turned into KeyboardInterrupt so that
 Ctrl-C and a CI kill both go through the same cleanup.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
-from . import cli_certify, cli_conventions, cli_incluster, matrix, provenance, resources, verdicts
+from . import cli_certify, cli_conventions, cli_incluster, matrix, provenance, resources
 from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
 from .k8s.objects import RUN_LABEL
@@ -28,7 +29,7 @@ from .providers import discovery, existing, multikueue, preflight, process
 from .providers.base import ClusterHandle, Provider
 from .providers.kind import KindCluster, KindTools
 from .providers.local import ORDER, LocalCluster, down_private, state_root
-from .report import html, render, summary
+from .report import html, render
 from .toolchain import cache as bincache
 from .toolchain.gobuild import TRANSIENT
 
@@ -198,27 +199,23 @@ def _selection(args: argparse.Namespace) -> list[str]:
     return ["-k", " and ".join(parts)] if parts else []
 
 
-def _exit_code(pytest_rc: int, run_dir: Path, *, strict: bool = False, certify: bool = False) -> int:
-    """1 a gating requirement failed (`verdicts.gates`: a MUST failed; with --strict a listed
-    deviation no longer reproduces; with --certify also a MUST that errored, did not run or ran
-    partly); 3 the harness or infrastructure broke (an `error` verdict, or pytest failed without
-    a requirement failing); else 0. With --certify on a cluster the harness did not create,
-    requirements proven only on a private local cluster are reported but are no evidence."""
+def _exit_code(pytest_rc: int, run_dir: Path) -> int:
+    """The run's exit code: the conclusion summary.json records (`report.conclusion`: 0, 1, 3, 4);
+    3 also when there is no summary, or pytest failed without a requirement saying why."""
     summary_file = run_dir / "summary.json"
     if not summary_file.is_file():
         return 3
-    doc = json.loads(summary_file.read_text())
-    rows = [summary.Row(**r) for r in doc.get("requirements", [])]
-    foreign = doc.get("provider") not in ("local", None)
-    if any(
-        verdicts.gates(r.verdict, r.level, strict=strict, certify=certify)
-        and not (certify and foreign and summary.private_only(r))
-        for r in rows
-    ):
-        return 1
-    if any(r.verdict == "error" for r in rows):
+    code = int(json.loads(summary_file.read_text()).get("conclusion", {}).get("code", 3))
+    if code == 0 and pytest_rc != 0:
         return 3
-    return 0 if pytest_rc == 0 else 3
+    return code
+
+
+def _conclusion_line(run_dir: Path) -> str:
+    summary_file = run_dir / "summary.json"
+    if not summary_file.is_file():
+        return "inconclusive: the run wrote no summary.json"
+    return str(json.loads(summary_file.read_text()).get("conclusion", {}).get("line", ""))
 
 
 def _default_reports() -> str:
@@ -266,6 +263,8 @@ def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path,
         f"--lwsc-report-dir={out}",
         f"--lwsc-profile={args.profile}",
         f"--lwsc-mode={'certify' if getattr(args, 'certify', False) else 'standard'}",
+        *(["--lwsc-strict"] if getattr(args, "strict", False) else []),
+        *(["--lwsc-accept-known-deviations"] if getattr(args, "accept_known_deviations", False) else []),
         *(f"--lwsc-set={kv}" for kv in args.set),
         *(extra or []),
         f"--junitxml={out / 'junit_01.xml'}",
@@ -315,8 +314,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if (out / "results.json").is_file():
         cli_certify.keep_product_metadata(args, out)
         render.render(out, bincache.cache_root() / "node")
-    code = _exit_code(rc, out, strict=args.strict, certify=args.certify)
+    code = _exit_code(rc, out)
     _progress(f"results archive: {cli_certify.write_archive(out)} (check it with `lwsc verify`)")
+    _progress(_paint(_conclusion_line(out), "1;32" if code == 0 else "1;31"))
     _progress(f"done: {out / 'summary.md'} " + _paint(f"(exit {code})", "1;32" if code == 0 else "1;31"))
     return code
 
@@ -424,9 +424,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     m = matrix.run(plan, run_cell, out, _progress)
     print(matrix.render_md(m), end="")
     _progress(f"matrix: {out / 'matrix.md'}, {out / 'matrix.json'}")
-    if any(c.note for c in m.columns) or any(c.exit_code == 3 for c in m.columns):
+    codes = {c.exit_code for c in m.columns}
+    if 1 in codes:
+        return 1
+    if any(c.note for c in m.columns) or 3 in codes or None in codes:
         return 3
-    return 1 if any(c.exit_code for c in m.columns) else 0
+    return 4 if 4 in codes else 0
 
 
 def _tee(cmd: list[str], log: Path) -> int:
@@ -571,6 +574,7 @@ def _run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         action="store_true",
         help="also fail when a listed deterministic known deviation no longer reproduces (deviation-fixed?)",
     )
+    _accept_arg(run)
     _cluster_args(run)
     run.add_argument(
         "--allow-destructive",
@@ -584,6 +588,15 @@ def _run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--product-metadata", metavar="FILE", help="YAML of PRODUCT.yaml metadata (vendorName, platformName, ...)"
     )
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+
+
+def _accept_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--accept-known-deviations",
+        action="store_true",
+        help="exit 0 instead of 4 when every MUST that did not pass is a listed upstream bug of the installed "
+        "versions (gating 'no new regressions'); the summary records that they were accepted",
+    )
 
 
 def _cluster_tool_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -615,6 +628,7 @@ def _matrix_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     mat.add_argument("-n", "--workers", default="2", help="pytest-xdist workers per cell (default 2)")
     mat.add_argument("--base-port", type=int, default=matrix.MATRIX_BASE_PORT, help="first cell's network.base_port")
     mat.add_argument("--reports", default=_default_reports(), help="default ./reports or $ARTIFACTS")
+    _accept_arg(mat)
     mat.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
 
 

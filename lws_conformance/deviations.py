@@ -60,8 +60,8 @@ class Deviation:
         return self.symptom.search(message.split("\nassert ")[0]) is not None
 
     def reference(self) -> str:
-        """The upstream issue/PR, or the ready-to-file report."""
-        return ", ".join(self.upstream) or self.report
+        """The upstream issue/PR, or, where none was filed, the ready-to-file report, saying so."""
+        return ", ".join(self.upstream) or f"not reported upstream yet: ready-to-file report {self.report}"
 
 
 def _one(raw: dict[str, object]) -> Deviation:

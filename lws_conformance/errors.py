@@ -28,3 +28,15 @@ class InfraError(LwscError):
 
 class WaitTimeout(AssertionError):
     """A wait's deadline passed. An AssertionError, so pytest reports the condition not met."""
+
+
+class Failures(AssertionError):
+    """Several distinct failures of one check, each judged on its own: a requirement is a known
+    deviation only when every one of them shows a listed deviation's symptom. Raise it (inside a
+    `claim`, or as a test's failure) instead of joining the messages into one assertion."""
+
+    def __init__(self, messages: list[str] | tuple[str, ...]) -> None:
+        if not messages:
+            raise ValueError("Failures needs at least one message")
+        self.messages = tuple(str(m) for m in messages)
+        super().__init__("\n\n".join(self.messages))

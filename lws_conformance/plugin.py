@@ -44,8 +44,7 @@ OWNER_FILE = "started-by-run"
 MARKERS = (
     "requirement(id): the catalogue requirement this test proves",
     "cluster: needs a running cluster (the local one is brought up on demand)",
-    "xdist_group(name): run these tests on one xdist worker (--dist=loadgroup; inert on pytest 9.2, "
-    "pytest-xdist#1386)",
+    "xdist_group(name): run these tests on one xdist worker (--dist=loadgroup; inert on pytest 9.2, pytest-xdist#1386)",
     "exclusive(name): tests with the same name never run at the same time, on any worker (a lock held "
     "from setup to teardown)",
     "private_cluster(*settings): KEY=VALUE profile settings of this test's private cluster (e.g. "
@@ -84,6 +83,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="standard",
         choices=("standard", "certify"),
         help="recorded in summary.json (lwsc run --certify)",
+    )
+    g.addoption("--lwsc-strict", action="store_true", help="gate: a listed deviation that no longer reproduces fails")
+    g.addoption(
+        "--lwsc-accept-known-deviations",
+        action="store_true",
+        help="gate: MUST failures that are listed deviations of the installed versions do not fail the run",
     )
 
 
@@ -314,6 +319,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         "provider": handle.provider if handle else "unknown",
         "profile": session.config.getoption("--lwsc-profile"),
         "mode": session.config.getoption("--lwsc-mode"),
+        "gate": {
+            "strict": session.config.getoption("--lwsc-strict"),
+            "accept_known_deviations": session.config.getoption("--lwsc-accept-known-deviations"),
+        },
         "harness": provenance.harness(),
         "started": _STARTED.get("at", ""),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

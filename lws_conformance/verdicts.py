@@ -37,6 +37,7 @@ ORDER = (
 )
 RAW = ("passed", "failed", "error", "skipped", "not-applicable")
 PRIVATE = "private local cluster"  # where tests that kill controllers or fail nodes run
+DEVIATION_SEP = ", "  # an outcome's `deviation`: the matched ids, in order
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,13 @@ class Outcome:
 
     verdict: str
     detail: str = ""
-    deviation: str = ""  # the matched (or no longer reproducing) deviation's id
+    deviation: str = ""  # the matched (or no longer reproducing) deviations' ids, DEVIATION_SEP-joined
 
     def to_dict(self) -> dict[str, str]:
         return {"verdict": self.verdict, "detail": self.detail, "deviation": self.deviation}
+
+
+Failure = tuple[str, str]  # (exception class name, the assertion's whole message)
 
 
 def classify(
@@ -60,8 +64,13 @@ def classify(
     versions: dict[str, str],
     devs: tuple[Deviation, ...] | list[Deviation],
     nodeid: str = "",
+    failures: list[Failure] | None = None,
 ) -> Outcome:
-    """The verdict of one requirement's raw outcome in test `nodeid`."""
+    """The verdict of one requirement's raw outcome in test `nodeid`. A failed outcome may carry
+    several `failures` (every failed check of the requirement in the test, default the one
+    `(exception, message)`): it is `known-deviation` only when every one of them shows the
+    symptom of an applicable listed deviation; one unmatched failure makes it failed (MUST) or
+    warning (SHOULD), whatever the others matched."""
     if raw not in RAW:
         raise ValueError(f"raw outcome {raw!r} is not one of {RAW}")
     if raw in ("error", "not-applicable"):
@@ -70,10 +79,7 @@ def classify(
         return Outcome("not-run", message)
     known = applicable(devs, requirement, versions, nodeid)
     if raw == "failed":
-        for dev in known:
-            if dev.matches(exception, message):
-                return Outcome("known-deviation", f"{dev.id}: {dev.title} ({dev.reference()})\n\n{message}", dev.id)
-        return Outcome("warning" if level == "SHOULD" else "failed", message)
+        return _failed(level, failures or [(exception, message)], known)
     for dev in known:
         if dev.kind == "deterministic":
             return Outcome(
@@ -87,6 +93,31 @@ def classify(
     return Outcome("passed", note)
 
 
+def _failed(level: str, failures: list[Failure], known: list[Deviation]) -> Outcome:
+    """Each failure matched on its own; the first unmatched one decides the detail."""
+    matched: list[tuple[Deviation, str]] = []
+    unmatched: list[str] = []
+    for exc, msg in failures:
+        dev = next((d for d in known if d.matches(exc, msg)), None)
+        if dev is None:
+            unmatched.append(msg)
+        else:
+            matched.append((dev, msg))
+    if unmatched:
+        head = (
+            "" if len(failures) == 1 else f"{len(unmatched)} of {len(failures)} failures match no listed deviation\n\n"
+        )
+        also = "".join(f"\n\nalso failed, as listed deviation {d.id} ({d.reference()}): {m}" for d, m in matched)
+        return Outcome("warning" if level == "SHOULD" else "failed", head + "\n\n".join(unmatched) + also)
+    ids = list(dict.fromkeys(d.id for d, _m in matched))
+    detail = "\n\n".join(f"{d.id}: {d.title} ({d.reference()})\n\n{m}" for d, m in matched)
+    return Outcome("known-deviation", detail, DEVIATION_SEP.join(ids))
+
+
+def deviation_ids(outcome: Outcome) -> list[str]:
+    return [d for d in outcome.deviation.split(DEVIATION_SEP) if d]
+
+
 def combine(outcomes: list[Outcome]) -> Outcome:
     """A requirement's verdict over all of its tests: the worst, except that passes next to
     skipped tests make `partial` (a case was not checked), and only skips make `not-run`."""
@@ -97,7 +128,7 @@ def combine(outcomes: list[Outcome]) -> Outcome:
         return outcomes[0]
     ran = [o for o in outcomes if o.verdict != "not-applicable"]
     # A deviation seen in one test is not fixed because another test did not show it.
-    seen = {o.deviation for o in ran if o.verdict == "known-deviation"}
+    seen = {d for o in ran if o.verdict == "known-deviation" for d in deviation_ids(o)}
     ran = [Outcome("passed") if o.verdict == "deviation-fixed?" and o.deviation in seen else o for o in ran]
     if {o.verdict for o in ran} == {"not-run"}:
         return ran[0]
@@ -107,15 +138,8 @@ def combine(outcomes: list[Outcome]) -> Outcome:
         return Outcome("partial", f"{len(skipped)} of {len(ran)} tests skipped: {skipped[0].detail}")
     if worst.verdict == "passed":  # keep the notes (e.g. a race that did not reproduce)
         return Outcome("passed", "; ".join(dict.fromkeys(o.detail for o in ran if o.detail)))
+    if worst.verdict == "known-deviation":  # every test's matched deviations, not one test's
+        kd = [o for o in ran if o.verdict == "known-deviation"]
+        ids = list(dict.fromkeys(d for o in kd for d in deviation_ids(o)))
+        return Outcome(worst.verdict, "\n\n".join(dict.fromkeys(o.detail for o in kd)), DEVIATION_SEP.join(ids))
     return worst
-
-
-def gates(verdict: str, level: str, *, strict: bool = False, certify: bool = False) -> bool:
-    """Does this verdict of a requirement of `level` fail the run (exit 1)?"""
-    if level != "MUST":
-        return False
-    if verdict == "failed":
-        return True
-    if verdict == "deviation-fixed?":
-        return strict
-    return certify and verdict in ("error", "not-run", "partial")

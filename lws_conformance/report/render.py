@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from .. import catalogue
-from . import html, product, summary
+from . import conclusion, html, product, summary
 
 
 def save_results(run_dir: Path, results: list[summary.TestResult], meta: dict[str, Any]) -> None:
@@ -25,7 +25,8 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     """summary.json/md from results.json (with today's catalogue)."""
     raw = json.loads((run_dir / "results.json").read_text())
     results = [summary.TestResult(**r) for r in raw.pop("results")]
-    rows = summary.build(catalogue.default(), results, str(raw.get("provider", "local")))
+    certify = conclusion.Policy.from_meta(raw).certify
+    rows = summary.build(catalogue.default(), results, str(raw.get("provider", "local")), certify=certify)
     summary.write(run_dir, rows, raw)
     doc: dict[str, Any] = json.loads((run_dir / "summary.json").read_text())
     return doc

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import verdicts
 from ..catalogue import Requirement
+from . import conclusion
 
 ORDER = verdicts.ORDER
 
@@ -52,7 +53,20 @@ class Row:
     ran_on: list[str] = field(default_factory=list)
 
 
-def build(reqs: dict[str, Requirement], results: list[TestResult], provider: str = "local") -> list[Row]:
+def build(
+    reqs: dict[str, Requirement], results: list[TestResult], provider: str = "local", *, certify: bool = False
+) -> list[Row]:
+    """One row per catalogued requirement. Under --certify on a cluster the harness did not
+    provide locally, a MUST proven only on a private local cluster is `not-run` there."""
+    rows = _rows(reqs, results, provider)
+    if certify and provider != "local":
+        for r in rows:
+            if r.level == "MUST" and r.verdict not in ("not-applicable", "not-run") and private_only(r):
+                r.verdict, r.detail = "not-run", f"proven only on a {verdicts.PRIVATE}, not on the {provider} cluster"
+    return rows
+
+
+def _rows(reqs: dict[str, Requirement], results: list[TestResult], provider: str) -> list[Row]:
     by_req: dict[str, list[tuple[TestResult, verdicts.Outcome]]] = {}
     for r in results:
         for rid, o in r.outcomes.items():
@@ -100,17 +114,30 @@ def levels(rows: list[Row]) -> dict[str, dict[str, int]]:
     return out
 
 
+def _known_section(end: conclusion.Conclusion) -> list[str]:
+    """Each MUST promise the installed versions break through a listed upstream bug, up front."""
+    if not end.known:
+        return []
+    title = "MUST promises broken by listed upstream bugs" + (" (accepted)" if end.accepted else "")
+    return [f"## {title}", "", *[f"- {k}" for k in end.known], ""]
+
+
 def _source_md(s: dict[str, str]) -> str:
     return f"[{s['kind']}]({s['url']})"
 
 
 def write(out: Path, rows: list[Row], meta: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    doc = {**meta, "totals": totals(rows), "levels": levels(rows), "requirements": [asdict(r) for r in rows]}
+    dicts = [asdict(r) for r in rows]
+    end = conclusion.conclude(dicts, conclusion.Policy.from_meta(meta))
+    doc = {**meta, "conclusion": end.to_dict(), "totals": totals(rows), "levels": levels(rows), "requirements": dicts}
     (out / "summary.json").write_text(json.dumps(doc, indent=2))
     lines = [
         f"# lws-conformance run {meta.get('run_id', '')}",
         "",
+        f"**{end.line}** (exit {end.code})",
+        "",
+        *_known_section(end),
         "| component | version |",
         "|---|---|",
         *[f"| {k} | {v} |" for k, v in sorted(meta.get("versions", {}).items())],

@@ -30,7 +30,7 @@ from mk_helpers import MultiKueue, Worker  # noqa: E402
 def multikueue(lwsc_cluster: ClusterHandle, scenario: Scenario, run_id: str) -> Iterator[MultiKueue]:
     info_file = Path(lwsc_cluster.kubeconfig).parent / "multikueue.json"
     if not info_file.is_file():
-        pytest.skip("not-applicable: the cluster under test is no MultiKueue set (run with `--profile multikueue`)")
+        pytest.skip("not run: the cluster under test is no MultiKueue set (run with `--profile multikueue`)")
     info = json.loads(info_file.read_text())
     workers: list[Worker] = []
     try:

@@ -30,7 +30,7 @@ def scale(request: pytest.FixtureRequest, lwsc_cluster: ClusterHandle) -> Scale:
     raw = load_profile(opt("--lwsc-profile"), opt("--lwsc-set")).raw.get("scale") or {}
     groups, size = int(raw.get("groups") or 0), int(raw.get("group_size") or 0)
     if groups < 1 or size < 1:
-        pytest.skip("not-applicable: the profile sets no scale.groups (run with `--profile scale`)")
+        pytest.skip("not run: the profile sets no scale.groups (run with `--profile scale`)")
     # Sizes the topology cannot hold are not skipped: the tests then fail (that is their proof
     # of failure, e.g. --set scale.group_size=11 on 10-node racks: no rack can take a group).
     return Scale(groups, size, raw.get("max_unavailable") or 1, lwsc_cluster.topology)
