@@ -62,7 +62,7 @@ def _paint(text: str, sgr: str) -> str:
 
 
 def _cluster(args: argparse.Namespace) -> LocalCluster:
-    profile = load_profile(args.profile, args.set)
+    profile = args.config
     if workers := multikueue.workers_of(profile.raw):  # a manager + worker clusters (MultiKueue)
         return multikueue.MultiKueueClusters(profile, name=args.name, workers=workers)
     return LocalCluster(profile, name=args.name)
@@ -72,12 +72,12 @@ def _provider(args: argparse.Namespace) -> str:
     """--kubeconfig means an existing cluster; else --provider, else the profile's `provider`."""
     if getattr(args, "kubeconfig", None):
         return "existing"
-    return str(args.provider or load_profile(args.profile, args.set).provider)
+    return str(args.provider or args.config.provider)
 
 
 def _kind(args: argparse.Namespace) -> KindCluster:
     tools = KindTools.resolve(args.kind_bin, args.docker_bin, args.kubectl_bin)
-    return KindCluster(load_profile(args.profile, args.set), tools, name=args.name, state_dir=_kind_dir(args))
+    return KindCluster(args.config, tools, name=args.name, state_dir=_kind_dir(args))
 
 
 def _kind_dir(args: argparse.Namespace) -> Path:
@@ -93,7 +93,7 @@ def _target(args: argparse.Namespace, out: Path | None = None) -> Provider:
         return existing.ExistingCluster(
             Path(args.kubeconfig).expanduser() if args.kubeconfig else None,
             args.context,
-            load_profile(args.profile, args.set),
+            args.config,
             out or Path.cwd(),
             # with --context: a private 0600 copy in the state dir, never in reports/ (it holds credentials)
             pinned=state_root() / "existing" / f"{out.name if out else 'up'}.kubeconfig",
@@ -119,7 +119,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .toolchain import ensure_binaries
 
     started = time.monotonic()
-    profile = load_profile(args.profile, args.set)
+    profile = args.config
     for name, path in ensure_binaries(profile, _progress).items():
         print(f"{name:<24} {path}")
     for component in ("lws", "kueue"):  # the versions LWS-/KUEUE-UPGRADE-* start under
@@ -370,7 +370,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     kubeconfig, context, known = _api_for(args)
     api = api_client(kubeconfig, context)
     try:
-        report = preflight.run(api, load_profile(args.profile, args.set).topology, known)
+        report = preflight.run(api, args.config.topology, known)
     finally:
         api.close()
     as_json = args.json or getattr(args, "output", "text") == "json"
@@ -677,6 +677,7 @@ def main(argv: list[str] | None = None) -> int:
         "chaos-target": cmd_chaos_target,
     }
     try:
+        args.config = load_profile(args.profile, args.set)  # resolved once, validated before any work
         return handlers[args.command](args)
     except LwscError as exc:
         print(f"{_paint('lwsc: error:', '1;31')} {exc}", file=sys.stderr)

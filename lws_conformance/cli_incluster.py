@@ -16,7 +16,6 @@ from kubernetes.stream import stream
 from . import images, incluster, provenance
 from .errors import UserError
 from .k8s.client import api_client
-from .profile import load_profile
 from .providers.local import state_root
 from .report import archive
 
@@ -89,7 +88,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
 
 def cmd_images(args: argparse.Namespace) -> int:
     """The images the suites' pods name (with the profile's images.registry applied) and the harness image."""
-    registry = str((load_profile(args.profile, args.set).raw.get("images") or {}).get("registry") or "")
+    registry = str((args.config.raw.get("images") or {}).get("registry") or "")
     rows = [(name, images.ref(name, registry), use) for name, (_ref, use) in images.IMAGES.items()]
     rows.append(("harness", DEFAULT_IMAGE, "the in-cluster runner (`lwsc gen --image` overrides it)"))
     if args.output == "json":

@@ -8,6 +8,7 @@ that started it, unless `--lwsc-keep`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -92,6 +93,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+_PROFILE = pytest.StashKey[Profile]()
+
+
+def run_profile(config: pytest.Config) -> Profile:
+    """The run's profile (--lwsc-profile merged with --lwsc-set), loaded once per process."""
+    if _PROFILE not in config.stash:
+        config.stash[_PROFILE] = load_profile(config.getoption("--lwsc-profile"), config.getoption("--lwsc-set"))
+    return config.stash[_PROFILE]
+
+
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -102,15 +113,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("lwsc-claims"):
         config.pluginmanager.register(claims, "lwsc-claims")
     if not _is_worker(config) and SCALE_ENV not in os.environ:
-        try:  # every deadline and watched window of the suites (workers inherit the environment)
-            profile = load_profile(config.getoption("--lwsc-profile"), config.getoption("--lwsc-set"))
-            os.environ[SCALE_ENV] = str(profile.timeout_scale)
-        except LwscError:
-            pass  # reported by the cluster fixture, where it matters
+        with contextlib.suppress(LwscError):  # a bad profile is reported by the cluster fixture
+            os.environ[SCALE_ENV] = str(run_profile(config).timeout_scale)  # every deadline and watched window
     if not _is_worker(config) and images.REGISTRY_ENV not in os.environ:
         try:  # test images from a mirror (profile key images.registry); workers inherit it
-            profile = load_profile(config.getoption("--lwsc-profile"), config.getoption("--lwsc-set"))
-            os.environ[images.REGISTRY_ENV] = str((profile.raw.get("images") or {}).get("registry") or "")
+            registry = (run_profile(config).raw.get("images") or {}).get("registry")
+            os.environ[images.REGISTRY_ENV] = str(registry or "")
         except LwscError:
             pass  # reported by the cluster fixture, where it matters
     if _is_worker(config):
@@ -135,7 +143,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     run_id: str = config._lwsc_run_id  # type: ignore[attr-defined]
     try:
-        cluster = LocalCluster(load_profile(config.getoption("--lwsc-profile"), config.getoption("--lwsc-set")))
+        cluster = LocalCluster(run_profile(config))
     except LwscError:
         return
     owner = cluster.dir / OWNER_FILE
@@ -166,7 +174,7 @@ def lwsc_cluster(
     cluster is adopted read-only: its versions are read from it (`providers.preflight`)."""
     opt = request.config.getoption
     try:
-        profile = load_profile(opt("--lwsc-profile"), opt("--lwsc-set"))
+        profile = run_profile(request.config)
         if opt("--lwsc-handle"):
             return ClusterHandle.from_json(Path(opt("--lwsc-handle")).read_text())
         if opt("--lwsc-kubeconfig"):

@@ -40,7 +40,7 @@ from ..profile import Profile, load_profile
 from ..toolchain import cache as bincache
 from ..toolchain import ensure_binaries, manifests_dir
 from ..toolchain.gobuild import Progress, module_dir
-from . import nodes, process, snapshot
+from . import nodes, process, reuse, snapshot
 from .base import ClusterHandle
 from .existing import release_run
 
@@ -192,9 +192,7 @@ class LocalCluster:
                     f"cluster '{self.name}' is running with other versions or topology; "
                     f"run `lwsc down --name {self.name}` first, or use --name for a second cluster"
                 )
-            from .reuse import verify  # checks the reused cluster against its profile (issue 20)
-
-            verify(self, progress)
+            reuse.verify(self, progress)  # the reused cluster still matches its profile
             progress(f"cluster '{self.name}' is already up")
             return existing
         if self.records() or self.dir.exists():

@@ -1,9 +1,8 @@
 """Is a running local cluster still what its profile describes? Checked before it is reused.
 
-Why: `lwsc up` on a running cluster and `lwsc run` reusing one used to trust it blindly; a node
-left with kwok's default capacity by a chaos rollback (issue 20) then turned every later run's
-TAS tests red, and those reds looked like contract violations. So before any test the reused
-cluster is compared with its profile:
+Why: a cluster trusted blindly can differ from its profile — a node left with kwok's default
+capacity by a chaos rollback turns every later run's TAS tests red, and those reds look like
+contract violations. So before any test the reused cluster is compared with its profile:
 - node set: exactly the profile's fake nodes carry `lwsc.x-k8s.io/managed=true`;
 - each node: its labels and kwok annotation, capacity and allocatable (GPUs included), node info,
   Ready=True, no `node.kubernetes.io/*` taint, schedulable;
@@ -21,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from kubernetes import client
 from kubernetes.utils import parse_quantity
@@ -31,8 +30,24 @@ from ..k8s.client import api_client, to_dict
 from ..profile import Profile
 from . import nodes, process
 
-if TYPE_CHECKING:
-    from .local import LocalCluster
+
+
+class RunningCluster(Protocol):
+    """What the check reads of a running local cluster (`providers.local.LocalCluster`)."""
+
+    name: str
+    profile: Profile
+
+    @property
+    def kubeconfig(self) -> Path: ...
+
+    def records(self) -> list[process.ProcRecord]: ...
+
+    def healthy(self, component: str, within: float = 2.0) -> bool: ...
+
+    def saved_argv(self, component: str) -> list[str] | None: ...
+
+    def installed_manifests(self, component: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]: ...
 
 Obj = dict[str, Any]
 REPAIRABLE = ("capacity", "allocatable", "nodeInfo")
@@ -153,7 +168,7 @@ def process_problems(profile: Profile, procs: dict[str, Obj]) -> list[str]:
     return out
 
 
-def _live_processes(cluster: LocalCluster) -> dict[str, Obj]:
+def _live_processes(cluster: RunningCluster) -> dict[str, Obj]:
     out = {}
     for rec in cluster.records():
         alive = process.alive(rec)
@@ -172,7 +187,7 @@ def _live_processes(cluster: LocalCluster) -> dict[str, Obj]:
     return out
 
 
-def verify(cluster: LocalCluster, progress: Callable[[str], None]) -> None:
+def verify(cluster: RunningCluster, progress: Callable[[str], None]) -> None:
     """Compare the running `cluster` with its profile; repair node status drift (said through
     `progress`); raise UserError (exit 2) naming the first differences otherwise."""
     api = api_client(cluster.kubeconfig)

@@ -1,0 +1,58 @@
+"""`lwsc` resolves its configuration once: the profile merged with --set is loaded a single time
+per invocation and handed down to the provider and the commands; bad input is refused before
+any work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lws_conformance import cli
+from lws_conformance.profile import Profile, load_profile
+from lws_conformance.providers.base import ClusterHandle
+from lws_conformance.providers.local import LocalCluster
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[str, ...]]]:
+    seen: list[tuple[str, tuple[str, ...]]] = []
+
+    def counting(name: str = "default", overrides: list[str] | None = None) -> Profile:
+        seen.append((name, tuple(overrides or ())))
+        return load_profile(name, overrides)
+
+    monkeypatch.setattr(cli, "load_profile", counting)
+    return seen
+
+
+def test_a_run_loads_its_profile_once(
+    loads: list[tuple[str, tuple[str, ...]]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The whole `lwsc run` path on the local provider: target, bring-up, suites, release."""
+    seen_profiles: list[Profile] = []
+
+    def up(self: LocalCluster, progress: Any) -> ClusterHandle:
+        seen_profiles.append(self.profile)
+        return ClusterHandle("local", tmp_path / "kubeconfig", {}, self.profile.topology, "t", "f")
+
+    monkeypatch.setattr(LocalCluster, "up", up)
+    monkeypatch.setattr(LocalCluster, "running", lambda self: False)
+    monkeypatch.setattr(LocalCluster, "down", lambda self, keep_logs=False: None)
+    monkeypatch.setattr(cli, "_suites", lambda *a, **k: 0)
+    monkeypatch.setattr(cli.cli_certify, "write_archive", lambda out: out / "x.tar.gz")
+    code = cli.main(["--set", "timeouts.scale=2", "run", "--reports", str(tmp_path / "reports"), "--set", "x.y=1"])
+    assert code == 2  # x.y is no profile key: refused before anything came up
+    assert loads == [("default", ("timeouts.scale=2", "x.y=1"))] and not seen_profiles
+    loads.clear()
+    code = cli.main(["--set", "timeouts.scale=2", "run", "--reports", str(tmp_path / "reports")])
+    assert code == 3  # the stubbed suites wrote no summary: inconclusive
+    assert loads == [("default", ("timeouts.scale=2",))]
+    assert len(seen_profiles) == 1 and seen_profiles[0].timeout_scale == 2.0
+
+
+def test_dry_run_validates_the_profile(loads: list[tuple[str, tuple[str, ...]]]) -> None:
+    assert cli.main(["--profile", "no-such-profile", "run", "--dry-run"]) == 2
+    assert cli.main(["run", "--dry-run", "--set", "timeouts.scale=abc"]) == 2
+    assert len(loads) == 2
