@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
-from . import cli_certify, cli_conventions, cli_incluster, matrix, provenance, resources
+from . import bisect, catalogue, cli_certify, cli_conventions, cli_incluster, matrix, provenance, resources
 from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
 from .k8s.objects import RUN_LABEL
@@ -432,6 +432,40 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return 4 if 4 in codes else 0
 
 
+def cmd_bisect(args: argparse.Namespace) -> int:
+    """The first commit between --good and --bad where the named requirements break (or, with
+    --fixed, start to hold): git bisects, each step builds that commit and runs only their tests."""
+    passed_on = [a for kv in args.set if not kv.startswith((f"sources.{args.component}=", "network.base_port="))
+                 for a in ("--set", kv)]
+    plan = bisect.Plan(
+        component=args.component,
+        git=Path(args.git).expanduser() if args.git else Path(),
+        good=args.good,
+        bad=args.bad,
+        requirements=list(args.requirement or []),
+        focus=args.focus or "",
+        tries=args.tries,
+        fixed=args.fixed,
+        reports=Path(args.reports).expanduser().resolve(),
+        base_port=args.base_port,
+        lwsc_args=["--profile", args.profile, *passed_on],
+    )
+    if not args.git:
+        raise UserError(f"--git DIR is required: the {args.component} git repository (a bare snapshot is fine)")
+    unknown = [r for r in plan.requirements if r not in catalogue.default()]
+    if unknown:
+        raise UserError(f"--requirement {' '.join(unknown)}: not in the catalogue (fixtures/requirements/)")
+    cli_conventions.check_selection(["-k", bisect.focus_expression(plan)])  # exit 2 if it selects nothing
+    result = bisect.run(plan, _progress)
+    if result.first is None:
+        _progress("bisect: no single commit found (every remaining candidate was skipped)")
+        return 3
+    pr = f" (PR #{result.pr})" if result.pr else ""
+    word = "fixed" if args.fixed else "bad"
+    print(f"first {word} commit: {result.first} {result.subject}{pr} ({result.seconds / 60:.1f} min)")
+    return 0
+
+
 def _tee(cmd: list[str], log: Path) -> int:
     """Run `cmd`, copying its output to the terminal and to `log` (the CNCF-style e2e.log).
     Tests write timelines and journals under `<run-dir>/artifacts` (LWSC_ARTIFACT_DIR)."""
@@ -508,6 +542,7 @@ def parser() -> argparse.ArgumentParser:
     _run_command(sub)
     _cluster_tool_commands(sub)
     _matrix_command(sub)
+    _bisect_command(sub)
     EXTRA_HANDLERS.update(cli_certify.add_parsers(sub))
     EXTRA_HANDLERS.update(cli_incluster.add_parsers(sub))
     cli_conventions.add_late_globals(p, sub)
@@ -632,6 +667,21 @@ def _matrix_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     mat.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
 
 
+def _bisect_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """From a red requirement to the upstream commit that broke it."""
+    bis = sub.add_parser("bisect", help="find the first upstream commit that breaks (or fixes) requirements")
+    bis.add_argument("--component", required=True, choices=("lws", "kueue"), help="which component's history")
+    bis.add_argument("--git", help="the component's git repository (bare snapshots work; never written to)")
+    bis.add_argument("--good", required=True, help="a ref where the promise held (with --fixed: where it broke)")
+    bis.add_argument("--bad", required=True, help="a later ref where it broke (with --fixed: where it holds)")
+    bis.add_argument("--requirement", nargs="+", metavar="ID", help="requirement ids whose tests decide each step")
+    bis.add_argument("--focus", help="pytest -k expression of the tests to run (with --requirement: both)")
+    bis.add_argument("--tries", type=int, default=1, help="runs per step; one try that fails makes it bad (races)")
+    bis.add_argument("--fixed", action="store_true", help="find the first commit where they start to hold")
+    bis.add_argument("--base-port", type=int, default=17500, help="network.base_port of the steps' clusters")
+    bis.add_argument("--reports", default=_default_reports(), help="default ./reports or $ARTIFACTS")
+
+
 EXTRA_HANDLERS: dict[str, cli_certify.Handler] = {}  # subcommands defined in cli_*.py modules
 
 
@@ -673,6 +723,7 @@ def main(argv: list[str] | None = None) -> int:
         "preflight": cmd_preflight,
         "cleanup": cmd_cleanup,
         "matrix": cmd_matrix,
+        "bisect": cmd_bisect,
         **EXTRA_HANDLERS,
         "chaos-target": cmd_chaos_target,
     }

@@ -35,6 +35,10 @@ EXAMPLES = {
     "cleanup": ["lwsc cleanup --all --kubeconfig ~/.kube/config"],
     "report": ["lwsc report reports/latest"],
     "matrix": ["lwsc matrix --lws v0.8.0,v0.9.0 --focus 'LWS-NAME or LWS-VALID'"],
+    "bisect": [
+        "lwsc bisect --component lws --git LWS.git --good v0.10.0 --bad main --requirement ROLL-KEEP-001 --fixed",
+        "lwsc bisect --component lws --git LWS.git --good v0.9.0 --bad my-branch --focus LWS-NAME --tries 3",
+    ],
 }
 
 

@@ -31,7 +31,6 @@ from ..profile import Profile
 from . import nodes, process
 
 
-
 class RunningCluster(Protocol):
     """What the check reads of a running local cluster (`providers.local.LocalCluster`)."""
 
