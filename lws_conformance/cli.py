@@ -27,8 +27,9 @@ from .k8s.objects import RUN_LABEL
 from .profile import load_profile
 from .providers import discovery, existing, multikueue, preflight, process
 from .providers.base import ClusterHandle, Provider
+from .providers.components import ORDER, state_root
 from .providers.kind import KindCluster, KindTools
-from .providers.local import ORDER, LocalCluster, down_private, state_root
+from .providers.local import LocalCluster, down_private
 from .report import html, render
 from .toolchain import cache as bincache
 from .toolchain.gobuild import TRANSIENT

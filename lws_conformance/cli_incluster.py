@@ -16,7 +16,7 @@ from kubernetes.stream import stream
 from . import images, incluster, provenance
 from .errors import UserError
 from .k8s.client import api_client
-from .providers.local import state_root
+from .providers.components import state_root
 from .report import archive
 
 Handler = Callable[[argparse.Namespace], int]

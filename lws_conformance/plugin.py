@@ -33,8 +33,9 @@ from .k8s.wait import SCALE_ENV
 from .profile import Profile, load_profile
 from .providers import existing
 from .providers.base import ClusterHandle
+from .providers.components import state_root
 from .providers.health import dead_components
-from .providers.local import LocalCluster, claimed_cluster, state_root
+from .providers.local import LocalCluster, claimed_cluster
 from .report import evidence, render, summary
 from .scenario import Scenario
 from .toolchain import cache as bincache

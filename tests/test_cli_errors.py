@@ -13,7 +13,7 @@ import pytest
 
 from lws_conformance.profile import load_profile
 from lws_conformance.providers import process
-from lws_conformance.providers.local import claim_port_range, release_port_range
+from lws_conformance.providers.ports import claim_port_range, release_port_range
 from lws_conformance.toolchain import ensure_binaries
 
 

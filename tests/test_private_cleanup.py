@@ -1,4 +1,4 @@
-"""After a suite run, lwsc stops the private clusters its tests left running (issue #18)."""
+"""After a suite run, lwsc stops the private clusters its tests left running."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from lws_conformance.providers import process
-from lws_conformance.providers.local import down_private, state_root
+from lws_conformance.providers.components import state_root
+from lws_conformance.providers.local import down_private
 
 
 def test_private_clusters_of_the_run_are_stopped_and_others_kept(

@@ -69,7 +69,7 @@ def test_every_input_changes_the_key(bins: dict[str, Path], tmp_path: Path) -> N
 
 def test_the_provisioning_code_is_an_input(bins: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     base = _key([], bins, [CRD])
-    monkeypatch.setattr(snapshot, "_PROVISIONING_CODE", ("local.py", "nodes.py"))
+    monkeypatch.setattr(snapshot, "_PROVISIONING_CODE", ("boot.py", "nodes.py"))
     assert _key([], bins, [CRD]) != base
 
 

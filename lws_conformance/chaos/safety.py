@@ -31,7 +31,8 @@ from kubernetes.client.exceptions import ApiException
 from ..errors import UserError
 from ..k8s.objects import RUN_LABEL
 from ..profile import load_profile
-from ..providers.local import ORDER, PORT_OFFSETS, LocalCluster, state_root
+from ..providers.components import ORDER, PORT_OFFSETS, state_root
+from ..providers.local import LocalCluster
 from ..providers.nodes import MANAGED_LABEL
 
 Obj = dict[str, Any]

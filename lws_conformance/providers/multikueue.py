@@ -28,7 +28,9 @@ from ..k8s.wait import wait_for
 from ..toolchain import ensure_binaries
 from ..toolchain.gobuild import Progress
 from .base import ClusterHandle
-from .local import LocalCluster, claim_port_range, release_port_range, state_root
+from .components import state_root
+from .local import LocalCluster
+from .ports import claim_port_range, release_port_range
 
 ADMISSION_CHECK = "multikueue"
 CONFIG = "multikueue"

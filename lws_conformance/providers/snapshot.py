@@ -1,4 +1,4 @@
-"""Provisioned-state snapshots of the local cluster (issue #19).
+"""Provisioned-state snapshots of the local cluster.
 
 Provisioning a local cluster — the LWS and Kueue CRDs installed until they are served, the
 lws-system and kueue-system namespaces, the default StorageClass, the fake nodes as kwok left them,
@@ -45,7 +45,7 @@ from ..toolchain import cache as bincache
 FORMAT = 1
 MANIFEST = "manifest.json"
 # The modules whose code decides what provisioning writes: a change there is a new key.
-_PROVISIONING_CODE = ("local.py", "nodes.py", "snapshot.py")
+_PROVISIONING_CODE = ("boot.py", "components.py", "nodes.py", "snapshot.py")
 STORED = ("etcd", "pki", "conversions.json")
 _PER_CLUSTER_PKI = ("webhook", "kueue-metrics")  # copies made per cluster by LocalCluster
 
