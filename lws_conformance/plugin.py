@@ -36,7 +36,7 @@ from .providers.base import ClusterHandle
 from .providers.components import state_root
 from .providers.health import dead_components
 from .providers.local import LocalCluster, claimed_cluster
-from .report import evidence, render, summary
+from .report import evidence, render, run_timeline, summary
 from .scenario import Scenario
 from .toolchain import cache as bincache
 from .toolchain import missing as binaries_missing
@@ -302,6 +302,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Collect per-requirement verdicts in the controller (xdist forwards workers' reports here);
     over a test's phases the worst verdict of each requirement stands (a teardown error
     counts against a test whose call passed)."""
+    _record_phase(report)
     ran_on, found = claims.read_verdicts(report.user_properties)
     if not found:
         return
@@ -313,6 +314,23 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 _RESULTS: dict[str, summary.TestResult] = {}
+_TIMELINE: dict[str, run_timeline.Entry] = {}  # in the controller: every test's phases, by node id
+_BRINGUPS: list[list[float]] = []  # in a worker: private-cluster bring-ups not yet reported
+BRINGUP_PROPERTY = "lwsc-private-bringup"
+
+
+def _record_phase(report: pytest.TestReport) -> None:
+    """The run timeline: which worker ran the test, when each phase started and stopped."""
+    if not hasattr(report, "start"):
+        return
+    node = getattr(report, "node", None)  # xdist's worker of a forwarded report
+    worker = str(node.gateway.id) if node is not None else "main"
+    entry = _TIMELINE.setdefault(report.nodeid, run_timeline.Entry(report.nodeid, worker))
+    entry.phases[report.when] = [report.start, report.stop]
+    for key, value in report.user_properties:
+        if key == BRINGUP_PROPERTY and (interval := json.loads(str(value))) not in entry.bringups:
+            entry.bringups.append(interval)
+
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -337,7 +355,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     run_dir = Path(out)
-    render.save_results(run_dir, list(_RESULTS.values()), meta)
+    render.save_results(run_dir, list(_RESULTS.values()), meta, list(_TIMELINE.values()))
     allure_dir = session.config.getoption("--alluredir", None)
     if allure_dir:
         evidence.write_allure_metadata(Path(allure_dir), meta["versions"], meta["provider"], meta["profile"])
@@ -363,7 +381,9 @@ def _private(config: pytest.Config, name: str, own: Sequence[str] = ()) -> Itera
         print(f"[lwsc private] {msg}", file=sys.stderr, flush=True)
 
     # a failed bring-up errors the tests that need it; the worker and the other tests carry on
+    started = time.time()
     with claimed_cluster(profile_at, name, progress) as cluster:
+        _BRINGUPS.append([started, time.time()])
         yield cluster
 
 
@@ -417,8 +437,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """On failure, attach what a reviewer needs: the namespace's objects and controller log tails."""
+    """On failure, attach what a reviewer needs: the namespace's objects and controller log tails.
+    A setup that brought up a private cluster carries when it did (for the run timeline)."""
     report: pytest.TestReport = yield
+    if call.when == "setup" and _BRINGUPS:
+        report.user_properties.extend((BRINGUP_PROPERTY, json.dumps(b)) for b in _BRINGUPS)
+        _BRINGUPS.clear()
     sc = getattr(item, "funcargs", {}).get("scenario") or getattr(item, "funcargs", {}).get("private_scenario")
     # Also for a failure turned into a known deviation or a SHOULD warning (`claims`): the row
     # then still carries the objects and controller logs a reviewer needs.

@@ -10,13 +10,18 @@ from typing import Any
 import yaml
 
 from .. import catalogue
-from . import conclusion, html, product, summary
+from . import conclusion, html, product, run_timeline, summary
 
 
-def save_results(run_dir: Path, results: list[summary.TestResult], meta: dict[str, Any]) -> None:
-    """results.json (what each test recorded) and the per-requirement summary from it."""
+def save_results(
+    run_dir: Path,
+    results: list[summary.TestResult],
+    meta: dict[str, Any],
+    timeline: list[run_timeline.Entry] | None = None,
+) -> None:
+    """results.json (what each test recorded, and when each ran where) and the summary from it."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    doc = {**meta, "results": [asdict(r) for r in results]}
+    doc = {**meta, "results": [asdict(r) for r in results], "timeline": run_timeline.to_dicts(timeline or [])}
     (run_dir / "results.json").write_text(json.dumps(doc, indent=2))
     summarize(run_dir)
 
@@ -25,6 +30,10 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     """summary.json/md from results.json (with today's catalogue)."""
     raw = json.loads((run_dir / "results.json").read_text())
     results = [summary.TestResult(**r) for r in raw.pop("results")]
+    entries = [run_timeline.Entry(**e) for e in raw.pop("timeline", [])]
+    if entries:  # where the run's time went: summary.json's run_timeline and a picture
+        raw["run_timeline"] = run_timeline.summarize(entries)
+        (run_dir / "run-timeline.svg").write_text(run_timeline.svg(raw["run_timeline"]))
     certify = conclusion.Policy.from_meta(raw).certify
     rows = summary.build(catalogue.default(), results, str(raw.get("provider", "local")), certify=certify)
     summary.write(run_dir, rows, raw)
