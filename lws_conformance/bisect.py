@@ -169,6 +169,8 @@ def _lwsc(plan: Plan, clone: Path, commit: str, *cmd: str) -> list[str]:
 
 def _step(plan: Plan, clone: Path, commit: str, out: Path, progress: Progress) -> Step:
     subject = _git(clone, "log", "-1", "--format=%s", commit)
+    # the steps share one cluster name: whatever an interrupted step left of it goes first
+    subprocess.run(_lwsc(plan, clone, commit, "down"), capture_output=True)
     started = time.monotonic()
     log = out / f"{commit[:12]}-build.log"
     with log.open("w") as fh:
