@@ -285,14 +285,31 @@ def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path,
             _progress(f"stopped private cluster {name}, left running by the interrupted tests")
 
 
+def _check_run_input(args: argparse.Namespace) -> None:
+    """`lwsc run`'s own arguments, checked before any work (the profile was checked in `main`)."""
+    workers = str(args.workers)
+    if workers not in ("auto", "logical") and not (workers.isdigit() and int(workers) >= 1):
+        raise UserError(f"-n/--workers must be a positive number or auto, got {workers!r}")
+    if args.product_metadata and not Path(args.product_metadata).expanduser().is_file():
+        raise UserError(
+            f"--product-metadata {args.product_metadata} does not exist; give a YAML file of PRODUCT.yaml metadata keys"
+        )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """The main job: bring up (or reuse, or adopt) a cluster, run the suites, write reports/."""
     cli_incluster.apply_in_cluster(args)  # --in-cluster: the pod's ServiceAccount, existing provider
     if args.certify and (args.focus or args.skip or args.pytest_args):
         raise UserError("--certify runs every requirement: drop --focus/--skip and extra pytest arguments")
+    _check_run_input(args)  # every usage mistake: one line, exit 2, before anything is built or started
     if args.dry_run:
         cmd = [sys.executable, "-m", "pytest", str(resources.suites()), "--collect-only", "-q", *_selection(args)]
-        return subprocess.call(cmd, cwd=resources.root())
+        rc = subprocess.call(cmd, cwd=resources.root())
+        if rc == 5:
+            raise UserError("--focus/--skip selects no test; `lwsc run --dry-run` without them lists every test")
+        if rc != 0:
+            raise UserError(f"the selection could not be collected (pytest exit {rc}); check --focus/--skip")
+        return 0
     if _provider(args) == "existing" and not args.kubeconfig:
         raise UserError(existing.NEEDS_KUBECONFIG)
     cli_conventions.check_selection(_selection(args))  # exit 2 before any cluster if it selects nothing
@@ -359,7 +376,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         doc = {"nodes_seen": proposal.nodes_seen, "gpu_nodes": proposal.gpu_nodes, "profile": yaml.safe_load(text)}
         print(json.dumps(doc, indent=2))
         return 0
-    if args.output:
+    if args.output and args.output != "yaml":
         Path(args.output).write_text(text)
         _progress(f"wrote {args.output}")
     print(text, end="")
@@ -639,7 +656,9 @@ def _cluster_tool_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     """Commands against any cluster: discover, preflight, cleanup, chaos-target."""
     disc = sub.add_parser("discover", help="print a profile (topology labels, GPU resource) proposed from the nodes")
     _cluster_args(disc)
-    disc.add_argument("-o", "--output", help="also write the proposal to this FILE; `json`: print it as JSON instead")
+    disc.add_argument(
+        "-o", "--output", help="`yaml` (default) or `json` to stdout, or a FILE to write the YAML proposal to as well"
+    )
     pre = sub.add_parser("preflight", help="versions, feature gates and capacity of the cluster, before any test")
     _cluster_args(pre)
     pre.add_argument("--json", action="store_true", help="machine-readable output")

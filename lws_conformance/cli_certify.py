@@ -62,7 +62,8 @@ def cmd_product_check(args: argparse.Namespace) -> int:
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dict[str, Handler]:
     ver = sub.add_parser(
         "verify",
-        help="check a results archive's manifest and sha256 sums (exit 0 ok, 1 tampered, 2 not an archive)",
+        help="check a results archive's sha256 sums against its manifest (a checksum, not a signature; exit 0 ok, "
+        "1 does not match its manifest, 2 not an archive)",
         formatter_class=RAW,
         epilog="examples:\n  lwsc verify reports/20260101-120000.tar.gz",
     )

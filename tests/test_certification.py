@@ -1,5 +1,5 @@
 """Certification artefacts without a cluster: the results archive and `lwsc verify` (exit 0 ok,
-1 tampered, 2 not an archive), and PRODUCT.yaml against the CNCF AI-conformance format rules
+1 does not match its manifest, 2 not an archive), and PRODUCT.yaml against the CNCF AI-conformance format rules
 (github.com/cncf/k8s-ai-conformance scripts/validate.go, docs/AIConformance-1.37.yaml)."""
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def test_lwsc_verify_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "ok: run 20261130-120000, 4 files intact" in capsys.readouterr().out
     bad = _rewrite(tgz, tmp_path / "t.tar.gz", lambda n, d: d + b"x" if n.endswith("e2e.log") else d)
     assert cli.main(["verify", str(bad)]) == 1
-    assert "TAMPERED: changed: e2e.log" in capsys.readouterr().out
+    assert "does not match its manifest: changed: e2e.log" in capsys.readouterr().out
     (tmp_path / "junk.tar.gz").write_bytes(b"not gzip")
     no_manifest = _rewrite(tgz, tmp_path / "n.tar.gz", lambda n, d: None if n.endswith("manifest.json") else d)
     for path in (tmp_path / "junk.tar.gz", tmp_path / "absent.tar.gz", no_manifest):

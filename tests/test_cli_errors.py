@@ -104,3 +104,26 @@ def test_certify_refuses_a_partial_selection(state: dict[str, str], port: int) -
         proc = lwsc("--set", f"network.base_port={port}", "run", "--certify", *extra, env=state)
         assert_one_line_error(proc, "--certify", "--focus/--skip")
         assert not list(Path(state["LWSC_STATE_DIR"]).glob("*/pids")), "a cluster was started"
+
+
+def test_run_input_is_checked_before_any_cluster(state: dict[str, str], port: int, tmp_path: Path) -> None:
+    """A bad -n, a missing --product-metadata file, a bad profile or --set: one line, exit 2, before
+    anything is built or started (also with --dry-run)."""
+    base = ["--set", f"network.base_port={port}", "run"]
+    for extra, needle in (
+        (["-n", "abc"], "-n/--workers must be a positive number or auto"),
+        (["-n", "0"], "-n/--workers must be a positive number or auto"),
+        (["--product-metadata", str(tmp_path / "nope.yaml")], "--product-metadata"),
+        (["--dry-run", "-n", "abc"], "-n/--workers"),
+        (["--dry-run", "--set", "timeouts.scale=abc"], "timeouts.scale"),
+        (["--dry-run", "--set", "no.such_key=1"], "unknown profile key"),
+    ):
+        proc = lwsc(*base, *extra, env=state)
+        assert_one_line_error(proc, needle)
+        assert not list(Path(state["LWSC_STATE_DIR"]).glob("*/pids")), "a cluster was started"
+
+
+def test_dry_run_exits_0_or_2_never_pytests_own_codes(state: dict[str, str]) -> None:
+    assert lwsc("run", "--dry-run", "--focus", "LWS-NAME-001", env=state).returncode == 0
+    assert_one_line_error(lwsc("run", "--dry-run", "--focus", "NO_SUCH_TEST_XYZ", env=state), "selects no test")
+    assert_one_line_error(lwsc("run", "--dry-run", "--focus", "(((", env=state), "could not be collected")

@@ -42,3 +42,19 @@ def test_discover_output_json_prints_the_proposal_as_json(
     assert cli.cmd_discover(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["nodes_seen"] == 1 and isinstance(doc["profile"], dict)
+
+
+def test_discover_output_yaml_prints_to_stdout_and_writes_no_file_named_yaml(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    node = {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+            "status": {"capacity": {"cpu": "8"}, "allocatable": {"cpu": "8"}}}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "_api_for", lambda args: (Path("/k"), None, {}))
+    monkeypatch.setattr(cli, "api_client", lambda *a: types.SimpleNamespace(close=lambda: None))
+    monkeypatch.setattr(cli.client, "CoreV1Api", lambda api: types.SimpleNamespace(
+        list_node=lambda: types.SimpleNamespace(items=[node])))
+    monkeypatch.setattr(cli, "to_dict", lambda api, n: n)
+    monkeypatch.setattr(cli.preflight, "detect", lambda api, c, known: types.SimpleNamespace(version=None))
+    assert cli.cmd_discover(cli.parser().parse_args(["discover", "-o", "yaml"])) == 0
+    assert "topology:" in capsys.readouterr().out and not (tmp_path / "yaml").exists()

@@ -47,7 +47,7 @@ class Verification:
                 f"(lws-conformance {harness.get('version', '?')}, commit {harness.get('commit', '?')})"
             )
         parts = [f"{what}: {', '.join(names)}" for what, names in self._groups() if names]
-        return "TAMPERED: " + "; ".join(parts)
+        return "does not match its manifest: " + "; ".join(parts)
 
     def _groups(self) -> list[tuple[str, list[str]]]:
         return [("changed", self.changed), ("missing", self.missing), ("added", self.added)]
