@@ -340,19 +340,30 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _api_for(args: argparse.Namespace) -> tuple[Path, str | None, dict[str, str]]:
-    """(kubeconfig, context, versions the harness knows) for discover / preflight / cleanup:
-    --kubeconfig if given, else the named local or kind cluster's handle."""
-    if args.kubeconfig:
-        kc = Path(args.kubeconfig).expanduser()
+    """(kubeconfig, context, versions the harness knows) for discover / preflight / cleanup, chosen
+    as kubectl does: --kubeconfig, else $KUBECONFIG (unless --provider names a harness cluster),
+    else the named local or kind cluster's handle. The cluster it names is said on stderr, and
+    an unreachable server is one line within seconds."""
+    known: dict[str, str] = {}
+    env = next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), None)
+    if args.kubeconfig or (env and not args.provider):
+        kc = Path(args.kubeconfig or str(env)).expanduser()
         if not kc.is_file():
-            raise UserError(f"kubeconfig {kc} does not exist; pass --kubeconfig PATH")
-        return kc, args.context, {}
-    provider = _provider(args)
-    handle_file = _kind_dir(args) / "handle.json" if provider == "kind" else _cluster(args).handle_file
-    if not handle_file.is_file():
-        raise UserError(f"no --kubeconfig given and {provider} cluster '{args.name}' is not up (no {handle_file})")
-    handle = ClusterHandle.from_json(handle_file.read_text())
-    return handle.kubeconfig, None, handle.versions
+            given = "--kubeconfig" if args.kubeconfig else "$KUBECONFIG"
+            raise UserError(f"kubeconfig {kc} ({given}) does not exist; pass --kubeconfig PATH")
+        context = args.context
+    else:
+        provider = _provider(args)
+        handle_file = _kind_dir(args) / "handle.json" if provider == "kind" else _cluster(args).handle_file
+        if not handle_file.is_file():
+            raise UserError(f"no --kubeconfig or $KUBECONFIG and {provider} cluster '{args.name}' is not up "
+                            f"(no {handle_file}); pass --kubeconfig PATH or run `lwsc up`")
+        handle = ClusterHandle.from_json(handle_file.read_text())
+        kc, context, known = handle.kubeconfig, args.context, handle.versions
+    t = existing.target(kc, context)
+    _progress(f"cluster: {t}")
+    existing.reachable(t)
+    return kc, context, known
 
 
 def cmd_discover(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -127,3 +128,37 @@ def test_dry_run_exits_0_or_2_never_pytests_own_codes(state: dict[str, str]) -> 
     assert lwsc("run", "--dry-run", "--focus", "LWS-NAME-001", env=state).returncode == 0
     assert_one_line_error(lwsc("run", "--dry-run", "--focus", "NO_SUCH_TEST_XYZ", env=state), "selects no test")
     assert_one_line_error(lwsc("run", "--dry-run", "--focus", "(((", env=state), "could not be collected")
+
+
+def _kubeconfig(tmp_path: Path, server: str) -> Path:
+    kc = tmp_path / "other.kubeconfig"
+    kc.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: other\n"
+        f"clusters: [{{name: c, cluster: {{server: '{server}'}}}}]\n"
+        "contexts: [{name: other, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: t}}]\n"
+    )
+    return kc
+
+
+def test_cluster_commands_act_on_the_cluster_kubeconfig_names_and_say_which(
+    state: dict[str, str], tmp_path: Path
+) -> None:
+    """Like kubectl: $KUBECONFIG names the cluster when no --kubeconfig or --provider is given; a
+    server nobody answers at is one line within seconds, naming server and context."""
+    with socket.socket() as s:  # a port nobody listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        server = f"https://127.0.0.1:{s.getsockname()[1]}"
+        kc = _kubeconfig(tmp_path, server)
+        for cmd in (["preflight"], ["discover"], ["cleanup", "--all"]):
+            started = time.monotonic()
+            proc = lwsc(*cmd, env={**state, "KUBECONFIG": str(kc)})
+            assert time.monotonic() - started < 20, cmd
+            assert_one_line_error(proc, "cannot reach the API server", server, "context other")
+            assert f"cluster: {server} (context other, kubeconfig {kc})" in proc.stderr
+
+
+def test_a_wrong_context_is_one_line(state: dict[str, str], tmp_path: Path) -> None:
+    kc = _kubeconfig(tmp_path, "https://127.0.0.1:1")
+    for cmd in (["preflight"], ["discover"], ["cleanup", "--all"]):
+        proc = lwsc(*cmd, "--kubeconfig", str(kc), "--context", "nope", env=state)
+        assert_one_line_error(proc, "context 'nope' not in", "it has: other")

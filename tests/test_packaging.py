@@ -64,11 +64,11 @@ def test_installed_copy_runs_from_an_empty_directory(wheel: Path, tmp_path: Path
     env.pop(resources.ENV, None)
     probe = (
         "import json; from lws_conformance import resources, profile, catalogue, deviations, workloads, provenance; "
-        "from lws_conformance.providers import local; from lws_conformance.chaos import runner; "
+        "from lws_conformance.providers import boot; from lws_conformance.chaos import runner; "
         "print(json.dumps({'file': resources.__file__, 'root': str(resources.root()), "
         "'installed': resources.installed(), 'profile': profile.load_profile('default').name, "
         "'requirements': len(catalogue.default()), 'deviations': len(deviations.default()), "
-        "'manifest': workloads.MANIFESTS.is_dir(), 'stage': local.POD_DELETE_STAGE.is_file(), "
+        "'manifest': workloads.MANIFESTS.is_dir(), 'stage': boot.POD_DELETE_STAGE.is_file(), "
         "'chaos': len(list(runner.EXPERIMENTS.glob('*.yaml'))), 'commit': provenance.commit()}))"
     )
     out = subprocess.run([sys.executable, "-c", probe], cwd=empty, env=env, capture_output=True, text=True, timeout=120)

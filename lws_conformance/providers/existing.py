@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +47,49 @@ def destructive_skip_reason(handle: ClusterHandle, allowed: bool) -> str | None:
         f"destructive: breaks things or needs the whole capacity; not run on a {handle.provider} cluster "
         f"the harness did not create unless --lwsc-allow-destructive is given"
     )
+
+
+@dataclass(frozen=True)
+class Target:
+    """Which cluster a kubeconfig (and context) names, as kubectl would pick it."""
+
+    kubeconfig: Path
+    context: str
+    server: str
+
+    def __str__(self) -> str:
+        return f"{self.server} (context {self.context}, kubeconfig {self.kubeconfig})"
+
+
+def target(kubeconfig: Path, context: str | None) -> Target:
+    """The cluster `kubeconfig` names under `context` (default: its current-context); one line
+    naming the fix when the file, the context or its cluster is not there."""
+    try:
+        doc = yaml.safe_load(kubeconfig.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"cannot read kubeconfig {kubeconfig}: {str(exc).splitlines()[0]}") from None
+    contexts = {c.get("name"): c.get("context") or {} for c in doc.get("contexts") or []}
+    name = context or doc.get("current-context")
+    if not name:
+        raise UserError(f"kubeconfig {kubeconfig} has no current-context; pass --context NAME")
+    if name not in contexts:
+        raise UserError(f"context '{name}' not in {kubeconfig}; it has: {', '.join(sorted(contexts)) or 'none'}")
+    clusters = {c.get("name"): c.get("cluster") or {} for c in doc.get("clusters") or []}
+    server = str(clusters.get(contexts[name].get("cluster"), {}).get("server") or "")
+    if not server:
+        raise UserError(f"context '{name}' of {kubeconfig} names no cluster with a server; fix the kubeconfig")
+    return Target(kubeconfig, str(name), server)
+
+
+def reachable(t: Target, timeout: float = 3.0) -> None:
+    """Fail in seconds, not after the client's retries, when nothing answers at the server."""
+    url = urllib.parse.urlsplit(t.server)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=timeout).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise UserError(f"cannot reach the API server {t}: {reason}; is the cluster up?") from None
 
 
 def pin_context(kubeconfig: Path, context: str, out: Path) -> Path:
