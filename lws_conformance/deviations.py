@@ -2,7 +2,9 @@
 
 A deviation names the requirement it breaks, the component versions it affects, its kind
 (`deterministic`: every run shows it; `race`: some tries do) and a *symptom*: a regular
-expression the failure message must match (and optionally the exception type). A failure is
+expression the WHOLE failure message must match (`re.fullmatch`, so a symptom describes the
+entire message, not a fragment of it; `.` does not cross lines unless the symptom says so with
+`(?s:...)`), and optionally the exception type. A failure is
 `known-deviation` only when an applicable deviation's symptom matches it; any other failure of the
 same test stays `failed`. Each deviation cites the upstream issue/PR or, where none exists yet, a
 ready-to-file report in the repo (`docs/upstream/<id>.md`).
@@ -53,15 +55,23 @@ class Deviation:
         return not (self.fixed and reached(have, self.fixed))
 
     def matches(self, exception: str, message: str) -> bool:
-        """Does a failure show this deviation's symptom? The symptom is matched against the
-        assertion's own message: pytest's introspection (a trailing "\nassert …") is dropped."""
+        """Does a failure show this deviation's symptom? The symptom must match the assertion's
+        whole message (`own_message`: pytest's introspection, a trailing "\nassert …", dropped)."""
         if self.exception and exception != self.exception:
             return False
-        return self.symptom.search(message.split("\nassert ")[0]) is not None
+        return self.symptom.fullmatch(own_message(message)) is not None
 
     def reference(self) -> str:
         """The upstream issue/PR, or, where none was filed, the ready-to-file report, saying so."""
         return ", ".join(self.upstream) or f"not reported upstream yet: ready-to-file report {self.report}"
+
+
+def own_message(message: str) -> str:
+    """A failure message as the check wrote it: pytest's assertion rewriting appends its
+    introspection ("\nassert ...") and indents every further line of the message by two spaces;
+    both are undone. Messages not rewritten by pytest (raised explicitly) are kept as they are."""
+    own, rewritten, _ = message.partition("\nassert ")
+    return own.replace("\n  ", "\n") if rewritten else own
 
 
 def _one(raw: dict[str, object]) -> Deviation:

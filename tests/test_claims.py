@@ -26,7 +26,7 @@ def lwsc_cluster():
 PAIRING = (
     "invariant 'condition-pairing' violated at event #3 (seq 3, t=1.000s, MODIFIED LeaderWorkerSet/x): "
     "UpdateInProgress=True without Progressing=True: {'Progressing': 'False'}; lasted 1 status write(s), "
-    "then paired at seq 9 [objects: LeaderWorkerSet/x]"
+    "then paired at seq 9 [objects: LeaderWorkerSet/x]\ntimeline: /tmp/x.timeline.json\npicture: /tmp/x.svg"
 )
 
 TESTS = f'''

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from lws_conformance import deviations
+from lws_conformance import deviations, errors
 from lws_conformance.observe import Recorder, Source, Timeline, invariants, picture, verify
 from lws_conformance.observe.invariants import ALL, check_all, documented_first_step, documented_update_start, scaled
 from lws_conformance.observe.recorder import ScriptedApi
@@ -172,7 +172,8 @@ def test_scaling_rounds_like_intstr() -> None:
     ],
 )
 def test_documented_sequences_match_the_table(r: int, mu: int, ms: int, start: tuple[int, int], first: int) -> None:
-    """lws-behaviour.md §4.4 table, first rows: what the suites expect the controller to write."""
+    """The rolling-update table (rollingUpdateParameters, leaderworkerset_controller.go @v0.9.0), first rows:
+    what the suites expect the controller to write."""
     assert documented_update_start(r, r, mu, ms) == start
     assert documented_first_step(r, mu, ms) == first
 
@@ -190,25 +191,32 @@ def test_good_rollouts_satisfy_every_invariant(r: int, size: int, mu: Any, ms: A
     events = good_rollout(r, size, mu, ms, part).events
     assert check_all(events) == []
     for name, check in ALL.items():
-        assert check(events, None) is None, name
+        assert check(events, None) == [], name
 
 
 # -- each invariant catches a stream built to break it ----------------------------------------
 
 
+def every(events: list[Event], name: str) -> list[invariants.Violation]:
+    found = ALL[name](events, None)
+    for v in found:
+        assert v.invariant == name and 0 <= v.index < len(events)
+        assert v.event == f"{events[v.index].type} {events[v.index].ref()}"
+    assert [v.index for v in found] == sorted(v.index for v in found)
+    return found
+
+
 def first(events: list[Event], name: str) -> invariants.Violation:
-    v = ALL[name](events, None)
-    assert v is not None, f"{name} missed the violation"
-    assert v.invariant == name and 0 <= v.index < len(events)
-    assert v.event == f"{events[v.index].type} {events[v.index].ref()}"
-    return v
+    found = every(events, name)
+    assert found, f"{name} missed the violation"
+    return found[0]
 
 
 def test_group_atomicity_catches_new_leader_ready_with_old_workers() -> None:
     """The order LWS v0.9.0 produces on kwok: the StatefulSet controller recreates the leader
     before garbage collection reaches the old workers."""
     s = good_rollout(2)
-    assert invariants.group_atomicity(s.events) is None
+    assert invariants.group_atomicity(s.events) == []
     s = created(2)
     s.lws(spec={"template": "t2"})
     s.sts("b", 2, 1)
@@ -218,7 +226,7 @@ def test_group_atomicity_catches_new_leader_ready_with_old_workers() -> None:
     s.pod(1, 0, "b")  # new leader Ready, old worker l-1-1 still Ready and not deleting
     v = first(s.events, "group-atomicity")
     assert v.groups == (1,) and "Pod/l-1@b" in v.objects and "Pod/l-1-1@a" in v.objects
-    assert invariants.group_consistency(s.events) is None  # no pod was created at a mixed revision
+    assert invariants.group_consistency(s.events) == []  # no pod was created at a mixed revision
 
 
 def test_group_atomicity_catches_stale_worker_of_same_revision() -> None:
@@ -282,7 +290,7 @@ def test_group_consistency_catches_a_worker_sts_written_for_a_deleted_leader() -
     s.emit("StatefulSet", "DELETED", {"name": "l-1", "uid": "s1a", "labels": {NAME: L, GROUP_INDEX: "1",
            REVISION: "a"}, "owner": f"Pod/l-1/{dead}", "spec": {"replicas": 1}, "status": {}})
     s.pod(1, 0, "b", ready=False, etype="ADDED")
-    orphan = {"name": "l-1", "uid": "orphan", "labels": {NAME: L, GROUP_INDEX: "1", REVISION: "a"},
+    orphan: Obj = {"name": "l-1", "uid": "orphan", "labels": {NAME: L, GROUP_INDEX: "1", REVISION: "a"},
               "owner": f"Pod/l-1/{dead}", "spec": {"replicas": 1}, "status": {}}
     s.emit("StatefulSet", "ADDED", orphan)
     v = first(s.events, "group-consistency")
@@ -297,7 +305,15 @@ def test_group_consistency_catches_a_worker_sts_written_for_a_deleted_leader() -
         v.message)
     dev = next(d for d in deviations.load() if d.id == "lws-stale-leader-sts")
     real_uid = "00000000-0000-4000-8000-000000000003"  # the symptom names real uids
-    assert dev.matches("AssertionError", v.describe().replace(dead, real_uid) + "\ntimeline: x")
+    paths = "\ntimeline: x\npicture: y"
+    # the only replaced leader got a stale worker StatefulSet: all of them, not the race's picture
+    assert v.message.endswith("; in 1 of 1 replaced leader pods (every one of them)")
+    assert not dev.matches("AssertionError", v.describe().replace(dead, real_uid) + paths)
+    s.down(0, "a")  # group 0 is replaced too, without a stale worker StatefulSet: 1 of 2
+    s.up(0, "b")
+    v = first(s.events, "group-consistency")
+    assert v.message.endswith("; in 1 of 2 replaced leader pods (none was written after the deletion of the other 1)")
+    assert dev.matches("AssertionError", v.describe().replace(dead, real_uid) + paths)
 
 
 def test_group_consistency_keeps_a_dying_leaders_worker_sts_on_its_own_leader() -> None:
@@ -311,7 +327,7 @@ def test_group_consistency_keeps_a_dying_leaders_worker_sts_on_its_own_leader() 
     s.pod(1, 0, "b", ready=False, etype="ADDED")
     s.emit("StatefulSet", "MODIFIED", {"name": "l-1", "uid": "s1a", "labels": {NAME: L, GROUP_INDEX: "1",
            REVISION: "a"}, "owner": f"Pod/l-1/{dead}", "spec": {"replicas": 1}, "status": {}, "deleting": True})
-    assert invariants.group_consistency(s.events) is None
+    assert invariants.group_consistency(s.events) == []
 
 
 def test_group_consistency_on_a_recorded_stale_leader_rebuild() -> None:
@@ -320,12 +336,22 @@ def test_group_consistency_on_a_recorded_stale_leader_rebuild() -> None:
     old revision (rv 23684) next to the new leader, and made an old worker. The listed race
     (fixtures/known-deviations.yaml, lws-stale-leader-sts) matches exactly this message."""
     events = Timeline.load(DATA / "restart-below-partition-stale-leader.timeline.json").ordered()
-    v = invariants.group_consistency(events)
-    assert v is not None and v.objects[0] == "StatefulSet/rk-1"
+    found = invariants.group_consistency(events)
+    v = found[0]
+    assert v.objects[0] == "StatefulSet/rk-1"
+    tally = "; in 1 of 3 replaced leader pods (none was written after the deletion of the other 2)"
     assert v.message == ("worker StatefulSet written for leader pod 5b74b6cf-dcaf-4a28-be1c-15e864a387d9 after its "
-                         "deletion (rv 23672): at revision c4cb6c84, the live leader rk-1 at 64f6dbdd56")
-    dev = next(d for d in deviations.load() if d.id == "lws-stale-leader-sts")
-    assert dev.kind == "race" and dev.matches("AssertionError", v.describe() + "\ntimeline: x")
+                         "deletion (rv 23672): at revision c4cb6c84, the live leader rk-1 at 64f6dbdd56" + tally)
+    # then the old worker it made (one violation for both of its workers' creations), and group 0's
+    # rebuild below the partition (lws-963-whole): its StatefulSet's size, then its workers' size
+    assert [(x.event, x.message.endswith(tally)) for x in found] == [
+        ("ADDED StatefulSet/rk-1", True), ("ADDED Pod/rk-1-1", True), ("ADDED StatefulSet/rk-0", False),
+        ("ADDED Pod/rk-0-1", False)]
+    devs = {d.id: d for d in deviations.load()}
+    paths = "\ntimeline: t.json\npicture: t.svg"
+    assert devs["lws-stale-leader-sts"].kind == "race"
+    assert [d for x in found for d in devs if devs[d].matches("AssertionError", x.describe() + paths)] == [
+        "lws-stale-leader-sts", "lws-stale-leader-sts", "lws-963-whole", "lws-963-whole"]
 
 
 def test_group_count_bound_catches_a_group_beyond_surge() -> None:
@@ -344,10 +370,10 @@ def test_group_count_bound_catches_sts_replicas_beyond_burst() -> None:
 def test_group_count_bound_lets_a_scale_down_finish_then_enforces_the_new_bound() -> None:
     s = created(4)
     s.lws(spec={"replicas": 2})
-    assert invariants.group_count_bound(s.events) is None  # 4 groups still live: old bound in force
+    assert invariants.group_count_bound(s.events) == []  # 4 groups still live: old bound in force
     s.down(3, "a")
     s.down(2, "a")
-    assert invariants.group_count_bound(s.events) is None
+    assert invariants.group_count_bound(s.events) == []
     s.up(2, "a")  # back to 3 groups after the count fitted 2
     assert "3 live groups" in first(s.events, "group-count-bound").message
 
@@ -373,7 +399,7 @@ def test_availability_bound_counts_available_surge_groups() -> None:
     ok.sts("b", 4, 3)
     ok.up(3, "b")
     ok.pod(2, 0, "a", deleting=True)  # 1 <= 0 + 1
-    assert invariants.availability_bound(ok.events) is None
+    assert invariants.availability_bound(ok.events) == []
 
 
 def test_partition_respected_catches_update_below_the_partition() -> None:
@@ -401,7 +427,7 @@ def test_partition_respected_allows_a_raise_once_the_sts_follows() -> None:
     s = created(3)
     s.lws(spec={"partition": 2})
     s.sts("a", 3, 2)
-    assert invariants.partition_respected(s.events) is None
+    assert invariants.partition_respected(s.events) == []
 
 
 def test_update_order_catches_a_lower_group_first() -> None:
@@ -434,7 +460,7 @@ def test_condition_pairing_catches_update_in_progress_alone() -> None:
     s.lws(spec={"template": "t2"})
     s.settle_status(2, 0, {"Available": "False", "UpdateInProgress": "True"})
     assert "without Progressing" in first(s.events, "condition-pairing").message
-    assert invariants.conditions(s.events) is None
+    assert invariants.conditions(s.events) == []
 
 
 def test_surge_reclaimed_catches_available_with_surge_still_wanted() -> None:
@@ -451,7 +477,7 @@ def test_surge_reclaimed_allows_available_one_reconcile_before_the_reclaim() -> 
     s.sts("b", 3, 2)
     s.settle_status(2, 2, {"Available": "True"})  # conditions count only non-surge groups (§4.5)
     s.sts("b", 2, 0)  # the next reconcile reclaims the surge group
-    assert invariants.surge_reclaimed(s.events) is None
+    assert invariants.surge_reclaimed(s.events) == []
 
 
 def test_completion_catches_surge_left_and_status_mismatch() -> None:
@@ -473,6 +499,87 @@ def test_completion_catches_a_group_left_on_the_old_revision() -> None:
     s.settle_status(2, 2, {"Available": "True"})
     v = first(s.events, "completion")
     assert "group 0 revision a" in v.message and v.groups == (0,)
+
+
+# -- every distinct violation, once ----------------------------------------------------------
+
+
+def _two_updates_each_missing_the_pairing(lasting: int = 1) -> Sim:
+    """Two updates; the first status of each has UpdateInProgress without Progressing (for
+    `lasting` writes in the first update), then the pair."""
+    s = created(2)
+    for template in ("t2", "t3"):
+        s.lws(spec={"template": template})
+        for _ in range(lasting if template == "t2" else 1):
+            s.settle_status(2, 0, {"Available": "False", "UpdateInProgress": "True", "Progressing": "False"})
+        s.settle_status(2, 0, {"Progressing": "True"})
+        s.settle_status(2, 2, {"Available": "True", "Progressing": "False", "UpdateInProgress": "False"})
+    return s
+
+
+def test_two_separate_violations_of_one_invariant_are_two() -> None:
+    s = _two_updates_each_missing_the_pairing()
+    found = every(s.events, "condition-pairing")
+    assert len(found) == 2 and found[0].index < found[1].index
+    assert all(v.message.endswith(f"; lasted 1 status write(s), then paired at seq {s.events[v.index + 1].seq}")
+               for v in found)
+
+
+def test_a_violation_lasting_several_events_is_one() -> None:
+    s = _two_updates_each_missing_the_pairing(lasting=3)
+    found = every(s.events, "condition-pairing")
+    assert [v.message.split("; ")[-1].split(",")[0] for v in found] == [
+        "lasted 3 status write(s)", "lasted 1 status write(s)"]
+    s = created(3, mu=1)  # two groups down over several events, one violation
+    s.lws(spec={"template": "t2"})
+    s.sts("b", 3, 1)
+    s.pod(2, 0, "a", deleting=True)
+    s.pod(1, 0, "a", deleting=True)
+    s.pod(1, 0, "a", deleting=True, etype="DELETED")
+    s.pod(1, 0, "b", ready=False, etype="ADDED")
+    found = every(s.events, "availability-bound")
+    assert len(found) == 1 and found[0].groups == (1, 2)
+    s.pod(1, 0, "b")  # group 1 back (its worker is Ready): 1 down, the bound holds again
+    s.pod(1, 1, "a", deleting=True)
+    s.pod(1, 1, "a", deleting=True, etype="DELETED")
+    s.pod(1, 1, "b", etype="ADDED")
+    s.pod(0, 0, "a", deleting=True)  # then groups 0 and 2 down: a second violation
+    found = every(s.events, "availability-bound")
+    assert [v.groups for v in found] == [(1, 2), (0, 2)]
+
+
+def test_each_group_and_kind_is_its_own_violation() -> None:
+    s = created(3)
+    s.lws(spec={"template": "t2"})
+    s.sts("b", 3, 0)
+    for g in (2, 1):  # each group: new leader Ready next to its old Ready worker, for a few events
+        s.pod(g, 0, "a", deleting=True)
+        s.pod(g, 0, "a", deleting=True, etype="DELETED")
+        s.pod(g, 0, "b", ready=False, etype="ADDED")
+        s.pod(g, 0, "b")
+        s.pod(g, 0, "b")
+        s.pod(g, 1, "a", deleting=True)
+    found = every(s.events, "group-atomicity")
+    assert [(v.groups, "revisions" in v.message) for v in found] == [
+        ((2,), True), ((2,), False), ((1,), True), ((1,), False)]
+    s = created(2, ms=0)
+    s.up(2, "a")  # a third group: too many for several events, one violation
+    s.down(2, "a")
+    s.up(2, "a")  # and again after the count fitted: another
+    assert len(every(s.events, "group-count-bound")) == 2
+
+
+def test_check_all_returns_every_violation_and_verify_raises_each_on_its_own(tmp_path: Path) -> None:
+    s = _two_updates_each_missing_the_pairing()
+    s.up(2, "a")  # and a group beyond replicas + maxSurge
+    found = check_all(s.events, only=["condition-pairing", "group-count-bound"])
+    assert [v.invariant for v in found] == ["condition-pairing", "condition-pairing", "group-count-bound"]
+    tl = Timeline("ns", events=list(s.events), complete=True)
+    with pytest.raises(errors.Failures) as err:
+        verify(tl, tmp_path, "many", only=["condition-pairing", "group-count-bound"])
+    msgs = err.value.messages
+    assert len(msgs) == 3 and all(m.count("invariant '") == 1 and m.endswith(".svg") for m in msgs)
+    assert [m.split("'")[1] for m in msgs] == ["condition-pairing", "condition-pairing", "group-count-bound"]
 
 
 def test_check_all_orders_violations_and_rejects_unknown_names() -> None:
@@ -595,3 +702,27 @@ def test_recorded_v090_rollout() -> None:
     assert {v.invariant for v in check_all(events, only=sorted(strict))} == strict
     assert json.loads(path.read_text())["schema"] == 1
     assert invariants.peak_live_groups(events) == 3  # the documented R=2, ms=4 -> 3 groups
+
+
+FIRST_VIOLATIONS = {  # per recorded timeline, each invariant's first violation: (event #, event)
+    "restart-below-partition-stale-leader.timeline.json": {
+        "group-atomicity": (85, "MODIFIED Pod/rk-1-1"), "group-consistency": (68, "ADDED StatefulSet/rk-1"),
+        "condition-pairing": (55, "MODIFIED LeaderWorkerSet/rk")},
+    "rollout-v0.9.0-r2-ms4.timeline.json": {
+        "group-atomicity": (62, "MODIFIED Pod/ru-1"), "condition-pairing": (35, "MODIFIED LeaderWorkerSet/ru")},
+    "single-replica-mu0-late-arrival.timeline.json": {
+        "group-atomicity": (52, "MODIFIED Pod/r1-0"), "condition-pairing": (24, "MODIFIED LeaderWorkerSet/r1")},
+    "ds-kep-v0.9.0.timeline.json": {"completion": (170, "DELETED ControllerRevision/kep-52d27390-prefill-76ff47fcb8")},
+    "ds-three-roles-v0.9.0.timeline.json": {"completion": (247, "DELETED Pod/tri-2c37bf76-prefill-0-1")},
+}
+
+
+@pytest.mark.parametrize("recording", sorted(FIRST_VIOLATIONS))
+def test_recorded_timelines_keep_their_first_violations(recording: str) -> None:
+    """Reporting every distinct violation changes no invariant's first one on the recordings."""
+    events = Timeline.load(DATA / recording).ordered()
+    firsts: dict[str, tuple[int, str]] = {}
+    for v in check_all(events):
+        firsts.setdefault(v.invariant, (v.index, v.event))
+    assert firsts == FIRST_VIOLATIONS[recording]
+    assert sorted(p.name for p in DATA.glob("*.timeline.json")) == sorted(FIRST_VIOLATIONS)

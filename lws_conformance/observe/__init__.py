@@ -5,7 +5,7 @@ Typical use in a suite:
 
     with record(sc.api, sc.namespace) as tl:
         ...create, update, wait...
-    verify(tl, artifact_dir(tmp_path), "r4-ms1")   # AssertionError naming event, time, objects
+    verify(tl, artifact_dir(tmp_path), "r4-ms1")   # errors.Failures: one message per violation
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import allure
 
+from .. import errors
 from . import invariants, picture
 from .invariants import Violation, check_all
 from .recorder import Recorder, Source, record, sources
@@ -34,6 +35,7 @@ __all__ = [
     "check",
     "check_all",
     "describe",
+    "failures",
     "invariants",
     "picture",
     "record",
@@ -52,7 +54,7 @@ def artifact_dir(default: Path) -> Path:
 
 @dataclass(frozen=True)
 class Checked:
-    """A saved recording and its invariant violations (earliest first)."""
+    """A saved recording and its invariant violations: every distinct one, earliest first."""
 
     events: list[Event]
     violations: list[Violation]
@@ -102,7 +104,8 @@ def _store(tl: Timeline, events: list[Event], where: Path, name: str, first: Vio
 
 
 def describe(violations: Sequence[Violation], paths: str) -> str:
-    """The failure message: the first violation, the others, and where the evidence is."""
+    """A failure message: the first violation, the others, and where the evidence is. Give it one
+    violation per message (`failures`) so that each is judged on its own."""
     first, *rest = violations
     more = "".join(f"\n  also: {v.describe()}" for v in rest)
     return f"{first.describe()}{more}\n{paths}"
@@ -117,9 +120,14 @@ def verify(
     final: bool = True,
     only: Sequence[str] | None = None,
 ) -> list[Event]:
-    """`check`, then fail on any violation of the invariants named in `only` (default: all).
-    Returns the ordered events."""
+    """`check`, then fail on any violation of the invariants named in `only` (default: all), each
+    violation its own message (`errors.Failures`). Returns the ordered events."""
     checked = check(tl, where, name, lws=lws, final=final, only=only)
     if checked.violations:
-        raise AssertionError(describe(checked.violations, checked.paths))
+        raise failures(checked.violations, checked.paths)
     return checked.events
+
+
+def failures(violations: Sequence[Violation], paths: str) -> errors.Failures:
+    """The failure to raise for `violations`: one message per violation, each naming the evidence."""
+    return errors.Failures([describe([v], paths) for v in violations])
