@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import catalogue
 from .errors import UserError
 
 Progress = Callable[[str], None]
@@ -265,7 +266,8 @@ def report(plan: Plan, result: Result, good: str, bad: str) -> str:
     """A ready-to-file upstream report (the layout of docs/upstream/*.md)."""
     terms = Terms.of(plan.fixed)
     repo = "kubernetes-sigs/lws" if plan.component == "lws" else "kubernetes-sigs/kueue"
-    what = "fixed" if plan.fixed else "broke"
+    what = "was fixed" if plan.fixed else "broke"
+    c = catalogue.default()
     reqs = ", ".join(plan.requirements) or f"the tests selected by --focus {plan.focus!r}"
     focus = focus_expression(plan)
     lines = [
@@ -289,9 +291,13 @@ def report(plan: Plan, result: Result, good: str, bad: str) -> str:
         "```",
         "",
         "## Observed vs promised",
-        f"- Promised: {reqs} (statements and upstream sources in the run's summary.md).",
-        f"- Observed: the promise {'holds from' if plan.fixed else 'no longer holds from'} the commit above on; "
-        f"the commit before it {'did not hold it' if plan.fixed else 'held it'} ({what} at that commit).",
+        *[f"- Promised ({c[r].level}, {r}): {c[r].statement}" for r in plan.requirements if r in c],
+        f"- Observed: the promise {what} at the commit above: "
+        + (
+            "it holds there and did not at its first parent."
+            if plan.fixed
+            else "it does not hold there and held at its first parent."
+        ),
         "",
         "## Steps",
         "| commit | subject | build s | tries (verdicts) | answer |",
