@@ -1,11 +1,11 @@
 """Measure the local cluster: `lwsc up` (cached binaries) to ready, idle memory, `lwsc down`.
 
 Run: .venv/bin/python benchmarks/bringup.py [--rounds N] [--settle SECONDS] [--kwokctl PATH]
-Targets (issue #2): up <= 20 s on 2 cores, down <= 5 s, idle RSS of all processes <= 2.5 GiB.
+Targets: up <= 20 s on 2 cores, down <= 5 s, idle RSS of all processes <= 2.5 GiB.
 With --kwokctl (a kwokctl built from the kwok module in use, e.g. `go build -o /tmp/kwokctl
 sigs.k8s.io/kwok/cmd/kwokctl`), the same rounds of `kwokctl create cluster --runtime binary` with
 the same cached binaries (a bare control plane: no CRDs, nodes, webhooks or LWS/Kueue), for the
-side-by-side figure of issue #19.
+side-by-side figure in docs/performance.md.
 Uses a separate cluster name and port range so it never touches a cluster you are using.
 """
 

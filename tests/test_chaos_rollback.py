@@ -1,7 +1,7 @@
 """Exact rollback of every chaos action, as pure logic on recorded objects: each action's
 before/after diff (`chaos.state`), the node re-creation and status restore of a node failure,
 the process comparison of controller kills and restarts, and the verification control that
-fails an experiment leaving anything changed (issue 20)."""
+fails an experiment leaving anything changed."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def profile_node(name: str = "gpu-b1-r1-n1") -> Obj:
 
 
 def kwok_defaulted(node: Obj) -> Obj:
-    """What issue 20 found after the standalone node-failure rollback: the node re-created, kwok's
+    """What an inexact restore once left after the standalone node-failure rollback: the node re-created, kwok's
     node-initialize defaults merged over cpu/memory/pods (the GPU count survived), kubelet kwok-0.8.0."""
     after = copy.deepcopy(node)
     after["metadata"].update(uid="u-2", resourceVersion="200", creationTimestamp="2026-11-30T18:05:00Z")

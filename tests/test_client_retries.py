@@ -1,5 +1,5 @@
 """The harness's API client rides out a restarting kube-apiserver: a request whose connection is
-refused is retried until the server answers (issue 18: a kube-apiserver restart mid-run turned 8
+refused is retried until the server answers (without it, a kube-apiserver restart mid-run turned 8
 requirements into `error`)."""
 
 from __future__ import annotations

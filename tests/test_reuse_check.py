@@ -1,5 +1,5 @@
 """The reused-cluster check (`providers.reuse`), on recorded objects: what a mismatch says, and
-which drift is repaired rather than refused (issue 20)."""
+which drift is repaired rather than refused."""
 
 from __future__ import annotations
 

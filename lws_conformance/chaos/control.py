@@ -8,7 +8,7 @@ experiments declare `controls: [{name: lwsc-restore, provider: {type: python, mo
 lws_conformance.chaos.control}}]` and `chaos run` is as safe as the pytest runner.
 
 And a rollback that "succeeded" may still leave the cluster changed (a node re-created with
-kwok's default capacity; issue 20). So `before_experiment_control` snapshots the nodes and
+kwok's default capacity). So `before_experiment_control` snapshots the nodes and
 processes (`capture.snapshot`; what counts: `state`), and the after-control compares: any
 difference is logged, put in the journal as `lwsc_state_diff`, and turns the journal's status
 to "failed" (so `chaos run` exits 1 and `runner.problems` reports it). Processes may take a

@@ -1,7 +1,7 @@
 """The state a fault may touch, as comparable data, and the difference between two snapshots.
 
 Why: a fault's rollback must leave the cluster exactly as it found it (a node re-created with
-kwok's defaults instead of the profile's capacity turned later runs red, see issue 20). So every
+kwok's defaults instead of the profile's capacity turned later runs red). So every
 experiment snapshots the harness's fake nodes and the local cluster's processes before it starts
 (`control.before_experiment_control`) and again after its rollbacks, and any difference fails it.
 

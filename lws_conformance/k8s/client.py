@@ -11,7 +11,7 @@ from urllib3.util.retry import Retry
 # A restarted kube-apiserver refuses connections for a few seconds (~2-8 s here): requests that
 # never reached it are retried, with backoff, for ~35 s in all; reads of idempotent methods
 # (GET, PUT, DELETE, ...) a few times; a POST/PATCH whose connection broke mid-request is never
-# replayed. Without this, any call during a restart ended a test as `error` (issue 18).
+# replayed. Without this, any call during a restart ended a test as `error`.
 RETRIES = Retry(total=None, connect=12, read=3, redirect=0, status=0, other=0, backoff_factor=0.25, backoff_max=4)
 
 

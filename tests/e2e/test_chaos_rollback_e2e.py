@@ -1,6 +1,6 @@
 """Harness self-test: each of the 7 experiments in chaos/, run standalone with the real
-`chaos run` CLI the way the README describes, leaves every harness node and every process of the
-cluster exactly as before (issue 20: the node-failure rollback re-created gpu-b1-r1-n1 with kwok's
+`chaos run` CLI the way docs/chaos.md describes, leaves every harness node and every process of the
+cluster exactly as before (a node-failure rollback once re-created gpu-b1-r1-n1 with kwok's
 default capacity). Plus the proof that the check can fail: an experiment whose method relabels a
 node ends "failed" and `chaos run` exits 1.
 
@@ -31,7 +31,7 @@ from lws_conformance.scenario import Scenario
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("chaos-rollback")]
 PROJECT = Path(__file__).resolve().parents[2]
 CHAOS = Path(sys.executable).parent / "chaos"
-NODE = "gpu-b1-r1-n1"  # the node of issue 20
+NODE = "gpu-b1-r1-n1"  # the node the node-failure experiment fails
 EXPERIMENTS = sorted(p.stem for p in runner.EXPERIMENTS.glob("*.yaml"))
 
 

@@ -1,6 +1,6 @@
 """End-to-end smoke test against a real cluster (the local one, brought up on demand).
 
-The two checks issue #2 names: plain LWS identity on fake GPU nodes, and Kueue gang admission
+Two checks: plain LWS identity on fake GPU nodes, and Kueue gang admission
 leaving a whole group gated when quota covers only one group. These are harness self-tests of the
 bring-up; the catalogued requirements they touch are proven by suites/ (LWS-NAME-*, KUEUE-GANG-*).
 """

@@ -1,0 +1,99 @@
+"""The docs: figures rendered from the results files cannot drift, and every relative link resolves
+(to an existing file and, for a Markdown page, to one of its headings).
+
+`scripts/render-figures` writes the tables between `<!-- figures:NAME -->` markers of README.md and
+docs/*.md from benchmarks/results/*.json and benchmarks/mutants/results*.json. Here it renders into
+a copy of the pages: each page must come out byte for byte as it is in the tree.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RENDERER = ROOT / "scripts" / "render-figures"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+MARKER = re.compile(r"<!-- (/?)figures:([\w-]+) -->")
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def _render_copy(tmp_path: Path) -> Path:
+    out = tmp_path / "site"
+    (out / "docs").mkdir(parents=True)
+    shutil.copy(ROOT / "README.md", out / "README.md")
+    for page in PAGES[1:]:
+        shutil.copy(page, out / "docs" / page.name)
+    subprocess.run([sys.executable, str(RENDERER), "--out", str(out)], check=True, cwd=tmp_path)
+    return out
+
+
+def test_every_rendered_block_matches_its_results_files(tmp_path: Path) -> None:
+    out = _render_copy(tmp_path)
+    stale = []
+    for page in PAGES:
+        rendered = out / page.relative_to(ROOT)
+        if rendered.read_text(encoding="utf-8") != page.read_text(encoding="utf-8"):
+            stale.append(str(page.relative_to(ROOT)))
+    assert not stale, f"figures out of date in {stale}: run `.venv/bin/python scripts/render-figures`"
+
+
+def test_blocks_are_well_formed_and_each_is_placed() -> None:
+    placed: dict[str, str] = {}
+    for page in PAGES:
+        open_blocks: list[str] = []
+        for closing, name in MARKER.findall(page.read_text(encoding="utf-8")):
+            if not closing:
+                open_blocks.append(name)
+                assert name not in placed, f"block {name} in {placed[name]} and {page.name}"
+                placed[name] = page.name
+            else:
+                assert open_blocks and open_blocks.pop() == name, f"{page.name}: unbalanced marker {name}"
+        assert not open_blocks, f"{page.name}: unclosed {open_blocks}"
+    source = RENDERER.read_text(encoding="utf-8")
+    known = set(re.findall(r'"([\w-]+)": [\w_]+,?', source.split("BLOCKS")[1].split("}")[0]))
+    assert known and known == set(placed), f"rendered blocks {sorted(known)} vs placed {sorted(placed)}"
+
+
+def test_a_changed_results_file_shows_as_a_stale_block(tmp_path: Path) -> None:
+    """The check can fail: a block whose figures were edited by hand is re-rendered."""
+    out = _render_copy(tmp_path)
+    page = out / "docs" / "performance.md"
+    text = page.read_text(encoding="utf-8")
+    edited = re.sub(r"(<!-- figures:bringup -->\n)", r"\1| hand-typed | figure |\n", text, count=1)
+    assert edited != text
+    page.write_text(edited, encoding="utf-8")
+    check = subprocess.run(
+        [sys.executable, str(RENDERER), "--out", str(out), "--check"], capture_output=True, text=True
+    )
+    assert check.returncode == 1 and "performance.md" in check.stderr
+    subprocess.run([sys.executable, str(RENDERER), "--out", str(out)], check=True)
+    assert page.read_text(encoding="utf-8") == text
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_point_to_existing_files(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks hold commands, not links
+    broken = []
+    for target in LINK.findall(text):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            continue  # http(s)://, mailto:, or an anchor on the same page
+        path, _, anchor = target.partition("#")
+        dest = page.parent / path
+        if not dest.exists():
+            broken.append(target)
+        elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+            broken.append(f"{target} (no such heading)")
+    assert not broken, f"{page.relative_to(ROOT)}: broken links: {broken}"
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", text, re.M)}
