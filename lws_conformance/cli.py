@@ -9,6 +9,7 @@ Ctrl-C and a CI kill both go through the same cleanup.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import signal
@@ -24,12 +25,13 @@ from . import bisect, catalogue, cli_certify, cli_conventions, cli_incluster, ma
 from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
 from .k8s.objects import RUN_LABEL
-from .profile import load_profile
+from .profile import load_profile, port_given
 from .providers import discovery, existing, multikueue, preflight, process
 from .providers.base import ClusterHandle, Provider
 from .providers.components import ORDER, state_root
 from .providers.kind import KindCluster, KindTools
-from .providers.local import LocalCluster, down_private
+from .providers.local import PORT_FILE, LocalCluster, down_private
+from .providers.ports import claim_port_range
 from .report import html, render
 from .toolchain import cache as bincache
 from .toolchain.gobuild import TRANSIENT
@@ -63,7 +65,16 @@ def _paint(text: str, sgr: str) -> str:
 
 
 def _cluster(args: argparse.Namespace) -> LocalCluster:
+    """The named local cluster. A cluster other than `default` gets a free block of ports of its
+    own (claimed when it comes up, then read back from its state) unless the user chose
+    `network.base_port`, so named clusters run side by side."""
     profile = args.config
+    if args.name != "default" and not port_given(profile, args.set):
+        remembered = state_root() / args.name / PORT_FILE
+        if remembered.is_file():
+            profile = dataclasses.replace(profile, base_port=int(remembered.read_text()))
+        elif args.command in ("up", "run"):
+            profile = dataclasses.replace(profile, base_port=claim_port_range())
     if workers := multikueue.workers_of(profile.raw):  # a manager + worker clusters (MultiKueue)
         return multikueue.MultiKueueClusters(profile, name=args.name, workers=workers)
     return LocalCluster(profile, name=args.name)
@@ -742,6 +753,7 @@ def main(argv: list[str] | None = None) -> int:
     # Started in the background by a script, a process inherits SIGINT ignored; lwsc's cleanup
     # path is KeyboardInterrupt, so Ctrl-C (SIGINT) must reach it however it was started.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `lwsc status | head` ends quietly, as other tools do
     handlers = {
         "build": cmd_build,
         "up": cmd_up,

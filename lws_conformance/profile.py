@@ -165,6 +165,12 @@ def _apply_set(data: dict[str, Any], assignment: str) -> None:
     node[parts[-1]] = value
 
 
+def port_given(profile: Profile, overrides: list[str]) -> bool:
+    """Did the user choose `network.base_port` (a --set, or a profile other than the default's)?"""
+    default = _read("default")["network"]["base_port"]
+    return any(kv.strip().startswith("network.base_port=") for kv in overrides) or profile.base_port != default
+
+
 def load_profile(name: str = "default", overrides: list[str] | None = None) -> Profile:
     """Load, merge and validate a profile; every problem is a one-line `UserError`."""
     schema = _read("default")

@@ -56,3 +56,24 @@ def test_dry_run_validates_the_profile(loads: list[tuple[str, tuple[str, ...]]])
     assert cli.main(["--profile", "no-such-profile", "run", "--dry-run"]) == 2
     assert cli.main(["run", "--dry-run", "--set", "timeouts.scale=abc"]) == 2
     assert len(loads) == 2
+
+
+def test_a_named_cluster_gets_ports_of_its_own_unless_the_user_chose_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("LWSC_STATE_DIR", str(tmp_path))
+
+    def cluster(*argv: str) -> LocalCluster:
+        args = cli.cli_conventions.finish(cli.parser().parse_args(list(argv)))
+        args.config = load_profile(args.profile, args.set)
+        return cli._cluster(args)
+
+    assert cluster("up").profile.base_port == 16000  # the default cluster keeps the profile's ports
+    dev = cluster("--name", "dev", "up")
+    assert dev.profile.base_port != 16000 and 19000 <= dev.profile.base_port < 29000
+    assert cluster("--name", "dev", "--set", "network.base_port=17000", "up").profile.base_port == 17000
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "base_port").write_text("21300")  # what `up` leaves in its state
+    for command in ("status", "down", "kubeconfig", "up"):
+        assert cluster("--name", "dev", command).profile.base_port == 21300, command
+    assert cluster("--name", "other", "status").profile.base_port == 16000  # not up: nothing to claim

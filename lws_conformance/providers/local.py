@@ -54,6 +54,9 @@ def down_private(run_id: str) -> list[str]:
     return left
 
 
+PORT_FILE = "base_port"  # in the state directory: the base port the cluster runs on
+
+
 class LocalCluster(BootSequence):
     """A local cluster by name, brought up from its profile (`base.Provider`)."""
 
@@ -95,6 +98,7 @@ class LocalCluster(BootSequence):
         except BaseException:
             self.down(keep_logs=True)
             raise
+        (self.dir / PORT_FILE).write_text(str(self.profile.base_port))  # how `lwsc --name` finds it again
         progress(f"cluster '{self.name}' ready in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
         return handle
 
