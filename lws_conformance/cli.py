@@ -575,7 +575,12 @@ def cmd_chaos_target(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lwsc", description=__doc__.splitlines()[0] if __doc__ else None)
+    p = argparse.ArgumentParser(
+        prog="lwsc",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+        epilog=cli_conventions.EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _global_args(p)
     sub = p.add_subparsers(dest="command", required=True)
     _cluster_commands(sub)
@@ -585,7 +590,10 @@ def parser() -> argparse.ArgumentParser:
     _bisect_command(sub)
     EXTRA_HANDLERS.update(cli_certify.add_parsers(sub))
     EXTRA_HANDLERS.update(cli_incluster.add_parsers(sub))
+    comp = sub.add_parser("completion", help="print a shell completion script: eval \"$(lwsc completion bash)\"")
+    comp.add_argument("shell", choices=("bash",))
     cli_conventions.add_late_globals(p, sub)
+    comp.set_defaults(script=cli_conventions.completion_script(p, sub))
     return p
 
 
@@ -767,6 +775,7 @@ def main(argv: list[str] | None = None) -> int:
         "cleanup": cmd_cleanup,
         "matrix": cmd_matrix,
         "bisect": cmd_bisect,
+        "completion": lambda a: print(a.script, end="") or 0,
         **EXTRA_HANDLERS,
         "chaos-target": cmd_chaos_target,
     }

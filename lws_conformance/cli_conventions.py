@@ -48,16 +48,19 @@ def add_late_globals(root: argparse.ArgumentParser, sub: argparse._SubParsersAct
     actions = {a.option_strings[0]: a for a in root._actions if a.option_strings}
     actions = {flag: a for flag, a in actions.items() if flag in GLOBAL_FLAGS}
     for name, parser in sub.choices.items():
+        shown = parser.add_argument_group("global options (also accepted before the subcommand)")
         for flag, action in actions.items():
             if any(flag in a.option_strings for a in parser._actions):
                 continue
-            kwargs: dict[str, object] = {"default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+            kwargs: dict[str, object] = {"default": argparse.SUPPRESS, "help": action.help}
             if action.choices:
                 kwargs["choices"] = action.choices
+            if action.metavar:
+                kwargs["metavar"] = action.metavar
             if flag == "--set":
-                parser.add_argument(flag, action="append", dest=LATE_SET, **kwargs)  # type: ignore[arg-type]
+                shown.add_argument(flag, action="append", dest=LATE_SET, **kwargs)  # type: ignore[arg-type]
             else:
-                parser.add_argument(flag, dest=action.dest, **kwargs)  # type: ignore[arg-type]
+                shown.add_argument(flag, dest=action.dest, **kwargs)  # type: ignore[arg-type]
         if name in EXAMPLES and not parser.epilog:
             parser.epilog = "examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES[name])
             parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -94,3 +97,48 @@ def check_selection(selection: list[str]) -> None:
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["?"]
         raise UserError(f"--focus/--skip is not a valid pytest -k expression: {tail[0]}")
+
+
+EPILOG = """exit codes:
+  0  every applicable MUST requirement that ran passed (other commands: success)
+  1  a MUST requirement failed (with --certify also: errored, not run, partial, unaccepted known deviation)
+  2  bad usage or configuration (one line naming the fix, before any long work)
+  3  the harness or the infrastructure broke (a requirement in error)
+  4  not conformant, listed upstream bugs only (0 with --accept-known-deviations)
+
+environment:
+  KUBECONFIG              the cluster of discover/preflight/cleanup and the existing provider, as kubectl reads it
+  LWSC_PROFILE            default --profile
+  LWSC_CACHE_DIR          binaries, Go caches, snapshots (default ~/.cache/lws-conformance)
+  LWSC_STATE_DIR          local clusters' state (default ~/.local/state/lws-conformance)
+  LWSC_TIMEOUT_SCALE      multiplies every suite deadline and watched window (profile key timeouts.scale)
+  LWSC_DOWNLOAD           off: build every binary from source, never download a release
+  LWSC_DOWNLOAD_MIRROR    fetch release downloads from this mirror (air-gapped)
+  LWSC_IMAGE_REGISTRY     pull the suites' test images from this registry (profile key images.registry)
+  ARTIFACTS               where run directories go (default ./reports), as CI systems set it
+  NO_COLOR                no colour on a terminal
+
+shell completion: eval "$(lwsc completion bash)"
+"""
+
+
+def completion_script(root: argparse.ArgumentParser, sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> str:
+    """A bash completion function for lwsc: subcommands, then each one's flags."""
+    top = " ".join(o for a in root._actions for o in a.option_strings)
+    cases = "\n".join(
+        f"    {name}) opts=\"{' '.join(o for a in p._actions for o in a.option_strings)}\" ;;"
+        for name, p in sorted(sub.choices.items())
+    )
+    return f"""_lwsc() {{
+  local cur=${{COMP_WORDS[COMP_CWORD]}} cmd="" opts="" w
+  for w in "${{COMP_WORDS[@]:1:COMP_CWORD-1}}"; do
+    case "$w" in -*) ;; *) [ -z "$cmd" ] && cmd=$w ;; esac
+  done
+  case "$cmd" in
+{cases}
+    *) opts="{top} {' '.join(sorted(sub.choices))}" ;;
+  esac
+  COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+}}
+complete -o default -F _lwsc lwsc
+"""

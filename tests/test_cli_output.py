@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import types
 from pathlib import Path
 
@@ -58,3 +59,33 @@ def test_discover_output_yaml_prints_to_stdout_and_writes_no_file_named_yaml(
     monkeypatch.setattr(cli.preflight, "detect", lambda api, c, known: types.SimpleNamespace(version=None))
     assert cli.cmd_discover(cli.parser().parse_args(["discover", "-o", "yaml"])) == 0
     assert "topology:" in capsys.readouterr().out and not (tmp_path / "yaml").exists()
+
+
+def test_help_lists_exit_codes_environment_and_each_subcommands_global_flags(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    top = capsys.readouterr().out
+    assert "exit codes:" in top and "  4  not conformant, listed upstream bugs only" in top
+    assert "LWSC_CACHE_DIR" in top and "KUBECONFIG" in top and "lwsc completion bash" in top
+    for command in ("run", "up", "preflight", "matrix", "bisect"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        text = capsys.readouterr().out
+        assert "global options" in text and "--profile" in text and "--set KEY=VALUE" in text, command
+
+
+def test_bash_completion_completes_subcommands_and_their_flags(tmp_path: Path) -> None:
+    script = tmp_path / "lwsc.bash"
+    script.write_text(cli.parser().parse_args(["completion", "bash"]).script)
+
+    def complete(*words: str) -> list[str]:
+        line = " ".join(words)
+        probe = (f"source {script}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; _lwsc; "
+                 'printf "%s\\n" "${COMPREPLY[@]}"')
+        return subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+
+    assert complete("lwsc", "bis") == ["bisect"]
+    assert "--focus" in complete("lwsc", "run", "--fo") and "--accept-known-deviations" in complete("lwsc", "run", "--acc")
+    assert complete("lwsc", "--name", "x", "up", "--pro") == ["--profile", "--provider"]
