@@ -87,5 +87,6 @@ def test_bash_completion_completes_subcommands_and_their_flags(tmp_path: Path) -
         return subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True).stdout.split()
 
     assert complete("lwsc", "bis") == ["bisect"]
-    assert "--focus" in complete("lwsc", "run", "--fo") and "--accept-known-deviations" in complete("lwsc", "run", "--acc")
+    assert "--focus" in complete("lwsc", "run", "--fo")
+    assert "--accept-known-deviations" in complete("lwsc", "run", "--acc")
     assert complete("lwsc", "--name", "x", "up", "--pro") == ["--profile", "--provider"]
