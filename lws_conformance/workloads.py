@@ -166,7 +166,7 @@ def lws_workload_name(lws_name: str, lws_uid: str, group_index: int) -> str:
     """Kueue's Workload name for LWS group `group_index`: leaderworkerset-<name>-<idx>-<h5>.
 
     h5 = first 5 hex chars of SHA-1 over "LeaderWorkerSet\\nleaderworkerset.x-k8s.io\\n<name>-<idx>\\n<uid>"
-    (kueue pkg/controller/jobframework/workload_names.go; kueue-behaviour.md §3.4).
+    (kueue pkg/controller/jobframework/workload_names.go@v0.17.0).
     """
     import hashlib
 

@@ -9,7 +9,7 @@ the fault window restores them.
 chaostoolkit passes `configuration`: `kubeconfig` (path; env `LWSC_KUBECONFIG`), `namespace`
 (env `LWSC_NAMESPACE`) and optionally `lwsc_disposable_cluster` (see `safety.local_cluster`).
 
-How kwok stands in for a kubelet (local-control-plane.md §3.9): a container restart is a JSON
+How kwok stands in for a kubelet (the faults table of docs/chaos.md): a container restart is a JSON
 patch raising `restartCount` on the status subresource (phase stays Running); a failed pod is a
 status patch to phase Failed; a node failure is the node leaving kwok's management, so its
 Lease stops being renewed and KCM declares it NotReady after the node-monitor grace period

@@ -50,7 +50,8 @@ def names(pods: list[Obj]) -> set[str]:
 
 
 def expected_pod_names(lws_name: str, replicas: int, size: int) -> set[str]:
-    """Leader pods `L-i`, worker pods `L-i-j` with j from 1 (lws-behaviour.md §3.2-3.4)."""
+    """Leader pods `L-i`, worker pods `L-i-j` with j from 1 (LWS pod_controller.go
+    constructWorkerStatefulSetApplyConfiguration@v0.9.0: worker ordinals start at 1)."""
     out = set()
     for i in range(replicas):
         out.add(f"{lws_name}-{i}")

@@ -88,7 +88,7 @@ def _conditions(status: Obj) -> dict[str, str]:
 
 
 def template_digest(spec: Obj) -> str:
-    """A short digest of what makes an LWS revision (lws-behaviour.md §3.6): the whole
+    """A short digest of what makes an LWS revision (revision_utils.go getPatch@v0.9.0): the whole
     leaderWorkerTemplate (size included) and networkConfig. Equal digests = no rollout expected."""
     raw = json.dumps(
         {"lwt": spec.get("leaderWorkerTemplate"), "net": spec.get("networkConfig")}, sort_keys=True
