@@ -13,8 +13,9 @@ import pytest
 
 from lws_conformance import deviations, errors
 from lws_conformance.observe import Recorder, Source, Timeline, invariants, picture, verify
-from lws_conformance.observe.invariants import ALL, check_all, documented_first_step, documented_update_start, scaled
+from lws_conformance.observe.invariants import ALL, check_all, documented_first_step, documented_update_start
 from lws_conformance.observe.recorder import ScriptedApi
+from lws_conformance.observe.replay import Params, scaled
 from lws_conformance.observe.timeline import (
     GROUP_INDEX,
     NAME,
@@ -129,7 +130,7 @@ def created(r: int = 2, size: int = 2, mu: int | str = 1, ms: int | str = 0, par
 
 
 def good_rollout(r: int = 3, size: int = 2, mu: int | str = 1, ms: int | str = 0, partition: int = 0) -> Sim:
-    """A rollout a -> b that follows §4.4: case-2 start, surge first, highest group first, one
+    """A rollout a -> b that follows rollingUpdateParameters: Case 2 start, surge first, highest group first, one
     at a time, surge reclaimed before Available."""
     s = created(r, size, mu, ms, partition)
     s.lws(spec={"template": "t2"})
@@ -155,7 +156,7 @@ def good_rollout(r: int = 3, size: int = 2, mu: int | str = 1, ms: int | str = 0
 def test_scaling_rounds_like_intstr() -> None:
     assert scaled("30%", 4, round_up=False) == 1 and scaled("30%", 4, round_up=True) == 2
     assert scaled("25%", 3, round_up=False) == 0 and scaled(2, 10, round_up=True) == 2
-    assert invariants.Params.from_spec({"replicas": 2, "maxSurge": 4}).max_surge == 2  # capped at R
+    assert Params.from_spec({"replicas": 2, "maxSurge": 4}).max_surge == 2  # capped at R
 
 
 @pytest.mark.parametrize(
@@ -475,7 +476,7 @@ def test_surge_reclaimed_allows_available_one_reconcile_before_the_reclaim() -> 
     s = created(2, ms=1)
     s.lws(spec={"template": "t2"})
     s.sts("b", 3, 2)
-    s.settle_status(2, 2, {"Available": "True"})  # conditions count only non-surge groups (§4.5)
+    s.settle_status(2, 2, {"Available": "True"})  # conditions count only non-surge groups (updateConditions)
     s.sts("b", 2, 0)  # the next reconcile reclaims the surge group
     assert invariants.surge_reclaimed(s.events) == []
 

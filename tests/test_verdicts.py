@@ -10,7 +10,7 @@ import pytest
 from lws_conformance import catalogue, deviations
 from lws_conformance.deviations import Deviation
 from lws_conformance.observe import Timeline, check_all, describe
-from lws_conformance.observe.invariants import replay
+from lws_conformance.observe.replay import replay
 from lws_conformance.verdicts import Outcome, classify, combine
 
 DATA = Path(__file__).resolve().parent / "data"

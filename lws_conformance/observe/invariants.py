@@ -7,9 +7,9 @@ violation after the invariant held again, or a different kind of violation (anot
 same invariant, another group), is another. Nothing here does I/O, so the harness's own tests feed
 synthetic streams and a red suite can be re-checked offline from its saved timeline.
 
-Terms ("§4.4" below is the rolling-update algorithm of LWS's leader StatefulSet,
-rollingUpdateParameters in pkg/controllers/leaderworkerset_controller.go @v0.9.0; "§4.5" its
-status conditions, updateConditions/setConditions there): R = spec.replicas, mu =
+Terms (rollingUpdateParameters below is the rolling-update algorithm of LWS's leader StatefulSet
+in pkg/controllers/leaderworkerset_controller.go @v0.9.0; updateConditions/setConditions there
+write its status conditions): R = spec.replicas, mu =
 maxUnavailable scaled against R rounding down, ms = maxSurge scaled against R rounding up and
 capped at R, Burst = R + ms, lwsP = spec.rolloutStrategy.rollingUpdateConfiguration.partition.
 A *group* is the set of pods with one
@@ -18,7 +18,7 @@ group-index; it is *live* while its leader pod exists without a deletionTimestam
 leader's template-revision-hash (size from the leader's `size` annotation). The *target* revision
 is the leader StatefulSet's template-revision-hash label (LWS writes it with the partition).
 
-The bound on unavailable groups, derived from §4.4: the controller lowers the partition by
+The bound on unavailable groups, derived from rollingUpdateParameters: the controller lowers the partition by
 `step = mu + ms - (Burst - S)` and keeps `R + max(0, unready - mu)` replicas while the update
 runs, so the available groups (surge ones included) never drop below R - mu. Stated over groups:
     |{g < R : g was available before and is not now}| <= mu + |{g >= R : g available}|.
@@ -33,59 +33,25 @@ timeline that starts after the LWS's pods exist cannot tell pod incarnations apa
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .timeline import GROUP_INDEX, NAME, REPLICAS, REVISION, SIZE, WORKER_INDEX, Event, Obj
-
-# -- parameters ------------------------------------------------------------------------------
-
-
-def scaled(value: int | str | None, total: int, round_up: bool) -> int:
-    """intstr.GetScaledValueFromIntOrPercent: an int as is; "N%" of `total`, rounded as asked."""
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value
-    s = str(value)
-    if not s.endswith("%"):
-        return int(s)
-    v = int(s[:-1]) * total
-    return math.ceil(v / 100) if round_up else v // 100
-
-
-@dataclass(frozen=True)
-class Params:
-    """The rollout parameters in force, from one LWS snapshot."""
-
-    replicas: int
-    size: int
-    partition: int
-    max_unavailable: int
-    max_surge: int
-
-    @property
-    def burst(self) -> int:
-        return self.replicas + self.max_surge
-
-    @staticmethod
-    def from_spec(spec: Obj) -> Params:
-        r = int(spec.get("replicas") or 0)
-        ms = min(scaled(spec.get("maxSurge", 0), r, True), r)
-        return Params(
-            r,
-            int(spec.get("size") or 1),
-            int(spec.get("partition") or 0),
-            scaled(spec.get("maxUnavailable", 1), r, False),
-            ms,
-        )
-
-
-def burst_for(replicas: int, max_surge: int | str | None) -> int:
-    return replicas + min(scaled(max_surge, replicas, True), replicas)
-
+from .replay import (
+    Params,
+    State,
+    burst_for,
+    condition,
+    group_of,
+    group_size,
+    is_leader,
+    labels_of,
+    live,
+    replay,
+    rev,
+    status_current,
+)
+from .timeline import NAME, REPLICAS, Event, Obj
 
 # -- violations ------------------------------------------------------------------------------
 
@@ -137,180 +103,6 @@ class _Stretches:
 
     def result(self) -> list[Violation]:
         return sorted(self.found, key=lambda v: v.index)
-
-
-# -- replay ----------------------------------------------------------------------------------
-
-
-def _labels(o: Obj) -> dict[str, str]:
-    lbl: dict[str, str] = o.get("labels") or {}
-    return lbl
-
-
-def rev(o: Obj) -> str | None:
-    return _labels(o).get(REVISION)
-
-
-def group_of(o: Obj) -> int | None:
-    v = _labels(o).get(GROUP_INDEX)
-    try:
-        return int(v) if v is not None else None
-    except ValueError:
-        return None
-
-
-def is_leader(pod: Obj) -> bool:
-    return _labels(pod).get(WORKER_INDEX) == "0"
-
-
-def live(o: Obj) -> bool:
-    return not o.get("deleting")
-
-
-@dataclass
-class GroupView:
-    index: int
-    leader: Obj | None = None  # the live leader
-    available: bool = False
-    revision: str | None = None
-
-
-@dataclass
-class State:
-    """The world after event `index`, for one LWS. Updated incrementally by `apply`."""
-
-    lws_name: str
-    index: int = -1
-    event: Event | None = None
-    lws: Obj | None = None
-    params: Params | None = None
-    prev_params: Params | None = None  # before the last LWS event
-    templates: list[str] = field(default_factory=list)  # distinct template digests, in order
-    leader_sts: Obj | None = None
-    prev_leader_sts: Obj | None = None
-    pods: dict[str, Obj] = field(default_factory=dict)
-    first_seen: dict[str, int] = field(default_factory=dict)  # pod uid -> event index (-1: initial list)
-    group_pods: dict[int, dict[str, Obj]] = field(default_factory=dict)
-    views: dict[int, GroupView] = field(default_factory=dict)
-    ever_available: set[int] = field(default_factory=set)
-    touched: set[int] = field(default_factory=set)  # groups changed by the last event
-    prev_pod: Obj | None = None  # the pod's snapshot before the last event
-
-    def apply(self, index: int, ev: Event) -> None:
-        self.index, self.event, self.touched, self.prev_pod = index, ev, set(), None
-        o = ev.obj
-        if ev.kind == "LeaderWorkerSet" and ev.name == self.lws_name:
-            self.prev_params = self.params
-            if ev.type == "DELETED":
-                return
-            self.lws = o
-            self.params = Params.from_spec(o.get("spec") or {})
-            digest = (o.get("spec") or {}).get("template")
-            if digest and digest not in self.templates:
-                self.templates.append(digest)
-        elif ev.kind == "StatefulSet" and ev.name == self.lws_name:
-            self.prev_leader_sts = self.leader_sts
-            self.leader_sts = None if ev.type == "DELETED" else o
-        elif ev.kind == "Pod" and _labels(o).get(NAME) == self.lws_name:
-            g = group_of(o)
-            if g is None:
-                return
-            name = str(o.get("name"))
-            self.prev_pod = self.pods.get(name)
-            if ev.type == "DELETED":
-                self.pods.pop(name, None)
-                self.group_pods.get(g, {}).pop(name, None)
-            else:
-                self.pods[name] = o
-                self.group_pods.setdefault(g, {})[name] = o
-                uid = str(o.get("uid"))
-                if uid not in self.first_seen:
-                    self.first_seen[uid] = -1 if ev.source == "list" else index
-            self.touched.add(g)
-            self.views[g] = self._view(g)
-            if self.views[g].available:
-                self.ever_available.add(g)
-
-    def _view(self, g: int) -> GroupView:
-        pods = self.group_pods.get(g, {}).values()
-        leaders = [p for p in pods if is_leader(p) and live(p)]
-        if not leaders:
-            return GroupView(g)
-        leader = leaders[0]
-        h = rev(leader)
-        size = _size(leader)
-        workers = [p for p in pods if not is_leader(p) and live(p) and p.get("ready") and rev(p) == h]
-        return GroupView(g, leader, bool(leader.get("ready")) and len(workers) >= size - 1, h)
-
-    # -- derived -------------------------------------------------------------------------
-    def live_groups(self) -> list[int]:
-        return sorted(g for g, v in self.views.items() if v.leader is not None)
-
-    def available_groups(self) -> list[int]:
-        return sorted(g for g, v in self.views.items() if v.available)
-
-    def target(self) -> str | None:
-        return rev(self.leader_sts) if self.leader_sts else None
-
-    def leader_name(self, g: int) -> str:
-        v = self.views.get(g)
-        return str(v.leader["name"]) if v and v.leader else f"{self.lws_name}-{g}"
-
-
-def _size(leader: Obj) -> int:
-    try:
-        return int((leader.get("annotations") or {}).get(SIZE, "1"))
-    except ValueError:
-        return 1
-
-
-def downtime(events: Sequence[Event], since_rv: int, lws: str | None = None) -> tuple[int, float]:
-    """(surge groups seen, seconds without any available group) over the events written after
-    resourceVersion `since_rv` (the last one seen before the update), replaying the recording
-    event by event. The cut is by resourceVersion, the write order, not by arrival time: an event
-    written before the update can arrive after the last one seen then (a late pod write once
-    counted 2 ms of "downtime" from the group's creation)."""
-    surge: set[int] = set()
-    down_from: float | None = None
-    total = 0.0
-    for st in replay(events, lws):
-        ev = st.event
-        if ev is None or st.params is None or int(ev.rv) <= since_rv:
-            continue
-        surge |= {g for g in st.live_groups() if g >= st.params.replicas}
-        if not st.available_groups():
-            down_from = ev.t if down_from is None else down_from
-        elif down_from is not None:
-            total, down_from = total + ev.t - down_from, None
-    return len(surge), total
-
-
-def lws_name_of(events: Sequence[Event]) -> str | None:
-    for ev in events:
-        if ev.kind == "LeaderWorkerSet":
-            return ev.name
-    return None
-
-
-def replay(events: Sequence[Event], lws: str | None = None) -> Iterator[State]:
-    """Yield the (same, mutated) state after each event."""
-    name = lws or lws_name_of(events)
-    if name is None:
-        return
-    st = State(name)
-    for i, ev in enumerate(events):
-        st.apply(i, ev)
-        yield st
-
-
-def _cond(lws: Obj, ctype: str) -> str | None:
-    conds: dict[str, str] = ((lws.get("status") or {}).get("conditions")) or {}
-    return conds.get(ctype)
-
-
-def _status_current(lws: Obj) -> bool:
-    """The status was written for this spec (only then do status and spec belong together)."""
-    return (lws.get("status") or {}).get("observedGeneration") == lws.get("generation")
 
 
 # -- the invariants --------------------------------------------------------------------------
@@ -439,11 +231,11 @@ Check = list[tuple[object, Violation | None]]
 def _worker_mismatch(st: State, o: Obj, known: _Incarnations) -> Check:
     """A new pod: remember a leader's (revision, size); check a worker against its live leader."""
     g = group_of(o)
-    if g is None or _labels(o).get(NAME) != st.lws_name:
+    if g is None or labels_of(o).get(NAME) != st.lws_name:
         return []
     if is_leader(o):
         uid = str(o.get("uid"))
-        known.leaders[uid] = (rev(o), _size(o))
+        known.leaders[uid] = (rev(o), group_size(o))
         known.note_leader(g, uid)
         return []
     v = st.views.get(g)
@@ -458,10 +250,10 @@ def _worker_mismatch(st: State, o: Obj, known: _Incarnations) -> Check:
     if rev(o) != v.revision:
         msg = f"worker created at revision {rev(o)} while leader {v.leader['name']} runs {v.revision}{why}"
         wrong_rev = _violation("group-consistency", st, msg, objs, groups)
-    elif _size(o) != _size(v.leader):
+    elif group_size(o) != group_size(v.leader):
         msg = (
-            f"worker created for group size {_size(o)} while leader {v.leader['name']} (revision "
-            f"{v.revision}) has size {_size(v.leader)}{why}"
+            f"worker created for group size {group_size(o)} while leader {v.leader['name']} (revision "
+            f"{v.revision}) has size {group_size(v.leader)}{why}"
         )
         wrong_size = _violation("group-consistency", st, msg, objs, groups)
     return [((*key, "revision"), wrong_rev), ((*key, "size"), wrong_size)]
@@ -482,7 +274,7 @@ def _worker_sts_mismatch(st: State, o: Obj, known: _Incarnations) -> Check:
         view = st.views.get(g) if g is not None else None
         if view is None or view.leader is None:
             return []  # no live leader to disagree with; its pods are checked when created
-        lrev, lsize, who = view.revision, _size(view.leader), f"the live leader {view.leader['name']}"
+        lrev, lsize, who = view.revision, group_size(view.leader), f"the live leader {view.leader['name']}"
         objs.append(f"Pod/{view.leader['name']}")
         why = known.why(uid) + ": "
     else:
@@ -579,7 +371,7 @@ def availability_bound(events: Sequence[Event], lws: str | None = None) -> list[
 def partition_respected(events: Sequence[Event], lws: str | None = None) -> list[Violation]:
     """Groups below spec.partition keep their revision; the leader StatefulSet partition never
     goes below spec.partition and, within one rollout (same target revision, same spec
-    partition), only moves down (§4.4 "P = min(P', old P)", "Always P = max(P, lwsP)").
+    partition), only moves down (rollingUpdatePartition's min(partition, currentPartition); max(P, lwsP) deferred).
 
     A raised spec.partition takes effect once the leader StatefulSet's partition reaches it; a
     lowered one at once (the bound can only loosen). Distinct violations: a stretch of leader
@@ -690,7 +482,7 @@ def update_order(events: Sequence[Event], lws: str | None = None) -> list[Violat
 
 
 def conditions(events: Sequence[Event], lws: str | None = None) -> list[Violation]:
-    """The §4.5 state machine, at every status the controller wrote for the current spec:
+    """The updateConditions state machine, at every status the controller wrote for the current spec:
     Available excludes Progressing and UpdateInProgress; Available means readyReplicas >= R and
     updatedReplicas >= R - min(partition, R); UpdateInProgress never appears before the template
     first changed (#490). (That UpdateInProgress comes with Progressing is `condition_pairing`.)
@@ -703,9 +495,9 @@ def conditions(events: Sequence[Event], lws: str | None = None) -> list[Violatio
         if ev.kind != "LeaderWorkerSet" or ev.type == "DELETED" or st.lws is None or st.params is None:
             continue
         o, p = st.lws, st.params
-        if not _status_current(o):
+        if not status_current(o):
             continue
-        av, pr, up = (_cond(o, c) == "True" for c in ("Available", "Progressing", "UpdateInProgress"))
+        av, pr, up = (condition(o, c) == "True" for c in ("Available", "Progressing", "UpdateInProgress"))
         status = o.get("status") or {}
         ref = [f"LeaderWorkerSet/{o['name']}"]
         exclusive = counts = early = None
@@ -735,7 +527,7 @@ def conditions(events: Sequence[Event], lws: str | None = None) -> list[Violatio
 
 
 def condition_pairing(events: Sequence[Event], lws: str | None = None) -> list[Violation]:
-    """§4.5: "updated < current: UpdateInProgress=True and Progressing=True" -- every status the
+    """updateConditions: while updated < current, UpdateInProgress=True and Progressing=True -- every status the
     controller writes with UpdateInProgress=True also has Progressing=True. One violation per
     stretch of consecutive status writes missing the pairing (LWS v0.9.0 misses it for exactly
     one write at the start of every update: the `||` in setConditions); each says how many
@@ -747,9 +539,9 @@ def condition_pairing(events: Sequence[Event], lws: str | None = None) -> list[V
     for st in replay(events, lws):
         ev = st.event
         assert ev is not None
-        if ev.kind != "LeaderWorkerSet" or ev.type == "DELETED" or st.lws is None or not _status_current(st.lws):
+        if ev.kind != "LeaderWorkerSet" or ev.type == "DELETED" or st.lws is None or not status_current(st.lws):
             continue
-        unpaired = _cond(st.lws, "UpdateInProgress") == "True" and _cond(st.lws, "Progressing") != "True"
+        unpaired = condition(st.lws, "UpdateInProgress") == "True" and condition(st.lws, "Progressing") != "True"
         if first is None and unpaired:
             conds = (st.lws.get("status") or {}).get("conditions")
             ref = [f"LeaderWorkerSet/{st.lws['name']}"]
@@ -758,7 +550,7 @@ def condition_pairing(events: Sequence[Event], lws: str | None = None) -> list[V
             if unpaired:
                 lasted += 1
                 continue
-            how = f"then paired at seq {ev.seq}" if _cond(st.lws, "UpdateInProgress") == "True" else "then ended"
+            how = f"then paired at seq {ev.seq}" if condition(st.lws, "UpdateInProgress") == "True" else "then ended"
             found.append(replace(first, message=f"{first.message}; lasted {lasted} status write(s), {how}"))
             first = None
     if first is not None:
@@ -771,7 +563,7 @@ def surge_reclaimed(events: Sequence[Event], lws: str | None = None) -> list[Vio
     partition 0 is written, the leader StatefulSet must be back at R replicas by the end of the
     recording. Not per event: v0.9.0 computes the replica count from the state read at the start
     of a reconcile and the conditions from pods listed later, so Available may be written one
-    reconcile before the surge is reclaimed (§4.5 counts only non-surge groups), which is fine.
+    reconcile before the surge is reclaimed (updateConditions counts only non-surge groups), which is fine.
     At most one violation: the end of the recording is one state."""
     name = "surge-reclaimed"
     pending: State | None = None  # the first "complete" status whose surge is still wanted
@@ -780,7 +572,7 @@ def surge_reclaimed(events: Sequence[Event], lws: str | None = None) -> list[Vio
             continue
         o, p = st.lws, st.params
         want = (st.leader_sts.get("spec") or {}).get("replicas")
-        complete = _status_current(o) and _cond(o, "Available") == "True" and p.partition == 0
+        complete = status_current(o) and condition(o, "Available") == "True" and p.partition == 0
         if want == p.replicas or not complete:
             pending = None if want == p.replicas else pending
         elif pending is None:
@@ -815,7 +607,7 @@ def completion(events: Sequence[Event], lws: str | None = None) -> list[Violatio
         return []
     st, o, p = last, last.lws, last.params
     ref = [f"LeaderWorkerSet/{o['name']}"]
-    if not _status_current(o):
+    if not status_current(o):
         return [
             _violation(
                 name,
@@ -857,7 +649,7 @@ def completion(events: Sequence[Event], lws: str | None = None) -> list[Violatio
     for key, seen in expect.items():
         if status.get(key, 0) != seen:
             problems.append(f"status.{key} {status.get(key, 0)} != {seen} seen in pods")
-    if _cond(o, "Available") != "True" or "True" in (_cond(o, "Progressing"), _cond(o, "UpdateInProgress")):
+    if condition(o, "Available") != "True" or "True" in (condition(o, "Progressing"), condition(o, "UpdateInProgress")):
         problems.append(f"conditions {status.get('conditions')} (want Available only)")
     if problems:
         return [_violation(name, st, "; ".join(problems), ref + [f"Pod/{st.leader_name(g)}" for g in bad], bad)]
@@ -924,6 +716,27 @@ def leader_sts_steps(events: Sequence[Event], lws: str | None = None) -> list[St
     return out
 
 
+def downtime(events: Sequence[Event], since_rv: int, lws: str | None = None) -> tuple[int, float]:
+    """(surge groups seen, seconds without any available group) over the events written after
+    resourceVersion `since_rv` (the last one seen before the update), replaying the recording
+    event by event. The cut is by resourceVersion, the write order, not by arrival time: an event
+    written before the update can arrive after the last one seen then (a late pod write once
+    counted 2 ms of "downtime" from the group's creation)."""
+    surge: set[int] = set()
+    down_from: float | None = None
+    total = 0.0
+    for st in replay(events, lws):
+        ev = st.event
+        if ev is None or st.params is None or int(ev.rv) <= since_rv:
+            continue
+        surge |= {g for g in st.live_groups() if g >= st.params.replicas}
+        if not st.available_groups():
+            down_from = ev.t if down_from is None else down_from
+        elif down_from is not None:
+            total, down_from = total + ev.t - down_from, None
+    return len(surge), total
+
+
 def peak_live_groups(events: Sequence[Event], lws: str | None = None, since: int = 0) -> int:
     """The most groups live at once at or after ordered event `since`."""
     peak = 0
@@ -951,8 +764,8 @@ def revisions_by_group(events: Sequence[Event], lws: str | None = None) -> dict[
 def documented_update_start(
     replicas: int, sts_replicas: int, max_unavailable: Any, max_surge: Any, partition: int = 0
 ) -> tuple[int, int]:
-    """(leader StatefulSet replicas, partition) written when a new revision is detected (§4.4
-    case 2), from a settled state of `sts_replicas` leaders."""
+    """(leader StatefulSet replicas, partition) written when a new revision is detected
+    (rollingUpdateParameters Case 2), from a settled state of `sts_replicas` leaders."""
     p = Params.from_spec({"replicas": replicas, "maxUnavailable": max_unavailable, "maxSurge": max_surge})
     part = max(min(replicas, sts_replicas), partition)
     if sts_replicas < replicas:
@@ -963,8 +776,8 @@ def documented_update_start(
 
 
 def documented_first_step(replicas: int, max_unavailable: Any, max_surge: Any, partition: int = 0) -> int:
-    """The partition of the first rollout step after case 2, every group ready and old (§4.4
-    case 6 with tailReady 0): max(S - step, lwsP) with step = mu + ms - (Burst - S)."""
+    """The partition of the first rollout step after case 2, every group ready and old
+    (rollingUpdatePartition with tailReady 0): max(S - step, lwsP) with step = mu + ms - (Burst - S)."""
     p = Params.from_spec({"replicas": replicas, "maxUnavailable": max_unavailable, "maxSurge": max_surge})
     s, _ = documented_update_start(replicas, replicas, max_unavailable, max_surge)
     step = p.max_unavailable + p.max_surge - (p.burst - s)
@@ -972,7 +785,7 @@ def documented_first_step(replicas: int, max_unavailable: Any, max_surge: Any, p
 
 
 def tail_updated_available(events: Sequence[Event], index: int, lws: str | None = None) -> int:
-    """§4.4 "tailReady" as the pods show it just before ordered event `index`: consecutive groups
+    """tailReady (calculateContinuousReadyReplicas) as the pods show it before ordered event `index`: consecutive groups
     from the leader StatefulSet's highest ordinal down that are available at the target revision.
     The controller's cache can only lag this, so its tailReady is at most this number."""
     last: State | None = None

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from .invariants import State, Violation, is_leader, live, replay, rev
+from .invariants import Violation
+from .replay import State, is_leader, live, replay, rev
 from .timeline import Event
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#e15759")
