@@ -10,9 +10,21 @@ step (KEP-766). What is checked, per event of the resourceVersion-ordered timeli
 - `ds-stability`: an LWS is not rescaled twice without every new-revision LWS seen with
   readyReplicas == replicas in between (the KEP's stability check);
 - `ds-drain`: once a role of an old revision is at 0, every role of that revision goes to 0 before
-  any other LWS is rescaled, none grows again, and none is deleted while a sibling has replicas.
+  any other LWS is rescaled, none grows again, and none is deleted while a sibling has replicas;
+- `ds-decoupled`: no step rescales both an old- and a new-revision LWS. A step is what the
+  controller writes between two observations of the new revision stable (every role's LWS with
+  readyReplicas == replicas, the controller's own gate before it computes the next step); a step
+  that grows new makes it unstable at once, so an old LWS rescaled before it is stable again was
+  written by the same step. (An old-only step followed by a new-only one keeps the new revision
+  stable in between and is, rightly, two steps.)
 
-`follows_steps` compares the observed (old, new) replicas per role with a documented step table.
+Each distinct violation is reported: a checker names a key per thing it checks (a role, an LWS, a
+step, a kind of violation); a failing check opens a stretch of its key and is reported, further
+failing checks of that key stay in it, a passing one closes it. So a violation that lasts over
+consecutive events is one, and one that returns after the property held again is another.
+
+`table_divergences` compares the observed (old, new) replicas per role with a documented step
+table.
 The limits are the controller's: without a rollingUpdateConfiguration maxSurge 1, maxUnavailable 0;
 with one, values scaled against the role's replicas (surge rounded up, unavailable down), and a
 zero maxUnavailable keeps the default maxUnavailable 0.
@@ -22,13 +34,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .invariants import Violation
 from .timeline import DS_NAME, DS_REVISION, DS_ROLE, GROUP_INDEX, NAME, Event, Obj
 
-INVARIANTS = ("ds-surge", "ds-availability", "ds-stability", "ds-drain")
+INVARIANTS = ("ds-surge", "ds-availability", "ds-stability", "ds-drain", "ds-decoupled")
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,14 @@ def stable(snap: Obj) -> bool:
     return int((snap.get("status") or {}).get("readyReplicas", 0)) == replicas(snap)
 
 
+def new_revision_stable(st: DsState) -> bool:
+    """Every role has a newest-revision LWS and each has readyReplicas == replicas."""
+    new = st.of(revision=st.newest())
+    roles = set(st.roles())
+    have = {(s.get("labels") or {}).get(DS_ROLE) for s in new}
+    return bool(roles) and roles <= have and all(stable(s) for s in new)
+
+
 def replay(events: Sequence[Event], ds_name: str) -> Iterator[DsState]:
     """Yield the state after each event concerning `ds_name` (its DisaggregatedSet, LWSs, pods)."""
     st = DsState(ds_name)
@@ -149,32 +169,59 @@ def _violation(name: str, st: DsState, message: str, objects: Sequence[str] = ()
     return Violation(name, st.index, ev.seq, ev.t, f"{ev.type} {ev.ref()}", tuple(objects), message)
 
 
+Checked = Iterator[tuple[object, Violation | None]]  # (key, its violation, or None: the key holds)
+
+
 def check(events: Sequence[Event], ds_name: str, only: Sequence[str] | None = None) -> list[Violation]:
-    """Every violation of the named invariants (default: all), earliest first, at most one per
-    invariant and object (the first), so a long violation reads as one line."""
+    """Every distinct violation of the named invariants (default: all), earliest first: one per
+    stretch of consecutive failing checks of one key (see the module docstring)."""
     names = set(only if only is not None else INVARIANTS)
-    checkers = [c for c in (_Surge(), _Availability(), _Stability(), _Drain()) if c.name in names]
-    out: list[Violation] = []
-    seen: set[tuple[str, str]] = set()
+    checkers: list[_Checker] = [
+        c for c in (_Surge(), _Availability(), _Stability(), _Drain(), _Decoupled()) if c.name in names
+    ]
+    found: list[Violation] = []
+    open_: set[tuple[str, object]] = set()
+
+    def see(name: str, results: Checked) -> None:
+        for key, v in results:
+            if v is None:
+                open_.discard((name, key))
+            elif (name, key) not in open_:
+                open_.add((name, key))
+                found.append(v)
+
     for st in replay(events, ds_name):
         for c in checkers:
-            for key, v in c.step(st):
-                if (c.name, key) not in seen:
-                    seen.add((c.name, key))
-                    out.append(v)
-    return sorted(out, key=lambda v: v.index)
+            see(c.name, c.step(st))
+    for c in checkers:
+        see(c.name, c.finish())
+    return sorted(found, key=lambda v: v.index)
 
 
-class _Surge:
+class _Checker:
+    name = ""
+
+    def step(self, st: DsState) -> Checked:
+        raise NotImplementedError
+
+    def finish(self) -> Checked:
+        """What the end of the timeline concludes (a check that reports when something ends)."""
+        return iter(())
+
+
+class _Surge(_Checker):
     name = "ds-surge"
 
-    def step(self, st: DsState) -> Iterator[tuple[str, Violation]]:
-        if not st.rolling() or st.event is None or st.event.kind != "LeaderWorkerSet":
+    def step(self, st: DsState) -> Checked:
+        if st.event is None or st.event.kind != "LeaderWorkerSet":
             return
+        rolling = st.rolling()
         for role, lim in st.roles().items():
             mine = st.of(role)
             total = sum(replicas(s) for s in mine)
-            if total > lim.replicas + lim.max_surge:
+            if not rolling or total <= lim.replicas + lim.max_surge:
+                yield role, None
+            else:
                 parts = ", ".join(f"{s['name']}={replicas(s)}" for s in mine)
                 msg = (
                     f"role {role}: old + new replicas {total} > replicas {lim.replicas} + maxSurge "
@@ -183,14 +230,16 @@ class _Surge:
                 yield role, _violation(self.name, st, msg, [f"LeaderWorkerSet/{s['name']}" for s in mine])
 
 
-class _Availability:
+class _Availability(_Checker):
     name = "ds-availability"
 
     def __init__(self) -> None:
         self.watched: dict[str, Limits] | None = None  # roles checked in this rollout
 
-    def step(self, st: DsState) -> Iterator[tuple[str, Violation]]:
+    def step(self, st: DsState) -> Checked:
         if not st.rolling():
+            for role in self.watched or {}:
+                yield role, None
             self.watched = None
             return
         if self.watched is None:  # the rollout's first event: which roles were fully ready
@@ -201,7 +250,9 @@ class _Availability:
                     self.watched[role] = lim
         for role, lim in self.watched.items():
             ready, floor = ready_groups(st, role), lim.replicas - lim.max_unavailable
-            if ready < floor:
+            if ready >= floor:
+                yield role, None
+            else:
                 msg = (
                     f"role {role}: {ready} ready groups < replicas {lim.replicas} - maxUnavailable "
                     f"{lim.max_unavailable}"
@@ -209,41 +260,44 @@ class _Availability:
                 yield role, _violation(self.name, st, msg, [f"LeaderWorkerSet/{s['name']}" for s in st.of(role)])
 
 
-class _Stability:
+class _Stability(_Checker):
     name = "ds-stability"
 
     def __init__(self) -> None:
         self.last: dict[str, int] = {}  # LWS -> replicas last seen
         self.unconfirmed: set[str] = set()  # LWSs rescaled with no stable state seen since
 
-    def step(self, st: DsState) -> Iterator[tuple[str, Violation]]:
+    def step(self, st: DsState) -> Checked:
         ev = st.event
         if ev is not None and ev.kind == "LeaderWorkerSet" and ev.name in st.lws:
             now, before = replicas(st.lws[ev.name]), self.last.get(ev.name)
             self.last[ev.name] = now
             if before is not None and now != before and st.rolling():
-                if ev.name in self.unconfirmed:
+                if ev.name not in self.unconfirmed:
+                    yield ev.name, None
+                else:
                     msg = (
                         f"{ev.name} rescaled {before} -> {now} before every new-revision LWS was seen with "
                         f"readyReplicas == replicas since its previous rescale"
                     )
                     yield ev.name, _violation(self.name, st, msg, [f"LeaderWorkerSet/{ev.name}"])
                 self.unconfirmed.add(ev.name)
-        new = st.of(revision=st.newest())
-        roles = set(st.roles())
-        have = {(s.get("labels") or {}).get(DS_ROLE) for s in new}
-        if roles and roles <= have and all(stable(s) for s in new):
+        if new_revision_stable(st):
+            for name in self.unconfirmed:
+                yield name, None
             self.unconfirmed.clear()
 
 
-class _Drain:
+class _Drain(_Checker):
     name = "ds-drain"
 
     def __init__(self) -> None:
         self.draining: set[str] = set()  # old revisions with a role at 0
         self.last: dict[str, int] = {}
 
-    def step(self, st: DsState) -> Iterator[tuple[str, Violation]]:
+    def step(self, st: DsState) -> Checked:
+        """Keys: ("deleted", LWS), ("grew", LWS, revision), ("half-drained", LWS, revision); each
+        is checked (and holds or not) at every deletion or rescale of that LWS."""
         ev = st.event
         if ev is None or ev.kind != "LeaderWorkerSet":
             return
@@ -253,32 +307,94 @@ class _Drain:
         self.last[ev.name] = now
         if ev.type == "DELETED" or ev.obj.get("deleting"):
             busy = [s["name"] for s in st.of(revision=rev) if s["name"] != ev.name and replicas(s) > 0]
-            if busy:
-                yield (
-                    ev.name,
-                    _violation(
-                        self.name, st, f"{ev.name} deleted while {busy} of revision {rev} still have replicas", busy
-                    ),
-                )
+            msg = f"{ev.name} deleted while {busy} of revision {rev} still have replicas"
+            yield ("deleted", ev.name), _violation(self.name, st, msg, busy) if busy else None
             return
         if before is None or before == now:
             return
         for old in sorted(self.draining):
             pending = [s["name"] for s in st.of(revision=old) if replicas(s) > 0]
-            if rev == old and now > before:
-                yield ev.name, _violation(self.name, st, f"{ev.name} of draining revision {old} grew {before} -> {now}")
-            elif rev != old and pending:
-                msg = f"{ev.name} rescaled {before} -> {now} while revision {old} was half drained ({pending} > 0)"
-                yield ev.name, _violation(self.name, st, msg, [f"LeaderWorkerSet/{n}" for n in pending])
+            grew = rev == old and now > before
+            msg = f"{ev.name} of draining revision {old} grew {before} -> {now}"
+            yield ("grew", ev.name, old), _violation(self.name, st, msg) if grew else None
+            half = rev != old and bool(pending)
+            msg = f"{ev.name} rescaled {before} -> {now} while revision {old} was half drained ({pending} > 0)"
+            objs = [f"LeaderWorkerSet/{n}" for n in pending]
+            yield ("half-drained", ev.name, old), _violation(self.name, st, msg, objs) if half else None
         if rev != st.newest() and now == 0:
             self.draining.add(rev)
         self.draining = {r for r in self.draining if any(replicas(s) > 0 for s in st.of(revision=r))}
 
 
+def row(st: DsState, roles: Sequence[str]) -> Row:
+    """(old replicas per role..., new replicas per role...): old = every revision but the newest."""
+    new = st.newest()
+    olds = [sum(replicas(s) for s in st.of(r) if s["labels"].get(DS_REVISION) != new) for r in roles]
+    news = [sum(replicas(s) for s in st.of(r, new)) for r in roles]
+    return (*olds, *news)
+
+
+def row_names(roles: Sequence[str]) -> str:
+    return "(" + ", ".join([f"old {r}" for r in roles] + [f"new {r}" for r in roles]) + ")"
+
+
+class _Decoupled(_Checker):
+    """A step that rescales both an old- and a new-revision LWS (see the module docstring). Reported
+    when the step ends (the new revision seen stable, or the timeline's end) with all its writes,
+    at the event where its second side was first written."""
+
+    name = "ds-decoupled"
+
+    def __init__(self) -> None:
+        self.last: dict[str, int] = {}  # LWS -> replicas last seen
+        self.start: Row | None = None  # the replicas when the current step began
+        self.rows: list[Row] = []  # the replicas after each write of the current step
+        self.writes: list[str] = []  # "new kep-x-prefill 2 -> 4", in order
+        self.sides: set[str] = set()
+        self.both: Violation | None = None  # the step's first write of its second side
+        self.roles: list[str] = []
+        self.steps = 0
+
+    def step(self, st: DsState) -> Checked:
+        ev = st.event
+        roles = list(st.roles()) or self.roles
+        self.roles = roles
+        if ev is not None and ev.kind == "LeaderWorkerSet" and ev.type != "DELETED" and ev.name in st.lws:
+            now, before = replicas(ev.obj), self.last.get(ev.name)
+            self.last[ev.name] = now
+            if before is not None and now != before and st.rolling():
+                side = "new" if (ev.obj.get("labels") or {}).get(DS_REVISION) == st.newest() else "old"
+                self.sides.add(side)
+                self.writes.append(f"{side} {ev.name} {before} -> {now}")
+                self.rows.append(row(st, roles))
+                if len(self.sides) == 2 and self.both is None:
+                    self.both = _violation(self.name, st, "", [f"LeaderWorkerSet/{ev.name}"])
+        if new_revision_stable(st) or not st.rolling():
+            yield from self._end()
+            self.start = row(st, roles) if roles else None
+
+    def finish(self) -> Checked:
+        return self._end()
+
+    def _end(self) -> Checked:
+        both, rows, writes, start = self.both, self.rows, self.writes, self.start
+        self.both, self.rows, self.writes, self.sides = None, [], [], set()
+        if both is None:
+            return
+        self.steps += 1
+        walk = " -> ".join(str(r) for r in ([start] if start is not None else []) + rows)
+        msg = (
+            f"one step rescaled both old and new revisions, the new revision not ready in between: replicas "
+            f"{row_names(self.roles)} {walk} ({', '.join(writes)})"
+        )
+        objects = dict.fromkeys(f"LeaderWorkerSet/{w.split()[1]}" for w in writes)  # in order of first write
+        yield self.steps, replace(both, message=msg, objects=tuple(objects))
+
+
 # -- the documented step table ------------------------------------------------------------------
 Row = tuple[int, ...]  # (old role0, old role1, ..., new role0, new role1, ...)
 # KEP-766 Example 1 (LWS v0.9.0 README L187-L201: prefill 5, decode 2, maxSurge 2, maxUnavailable 1)
-# as (old prefill, old decode, new prefill, new decode): the steps ROLL-DSSTEP-001 holds a rollout to.
+# as (old prefill, old decode, new prefill, new decode): the steps ROLL-DSSTEP-002 compares a rollout with.
 KEP_766_EXAMPLE_1: tuple[Row, ...] = (
     (5, 2, 0, 0),
     (5, 2, 2, 1),
@@ -297,27 +413,54 @@ def observed_rows(events: Sequence[Event], ds_name: str, roles: Sequence[str]) -
     for st in replay(events, ds_name):
         if not st.rolling() or st.event is None or st.event.kind != "LeaderWorkerSet":
             continue
-        new = st.newest()
-        olds = [sum(replicas(s) for s in st.of(r) if s["labels"].get(DS_REVISION) != new) for r in roles]
-        news = [sum(replicas(s) for s in st.of(r, new)) for r in roles]
-        row = (*olds, *news)
-        if not out or out[-1][1] != row:
-            out.append((st.index, row))
+        now = row(st, roles)
+        if not out or out[-1][1] != now:
+            out.append((st.index, now))
     return out
 
 
-def follows_steps(observed: Sequence[tuple[int, Row]], table: Sequence[Row]) -> str | None:
-    """None if the observed rows walk the table in order (rows between two table steps lie
-    component-wise between them: one step's writes land one LWS at a time), else why not."""
+def table_divergences(observed: Sequence[tuple[int, Row]], table: Sequence[Row]) -> list[str]:
+    """Every distinct way the observed rows leave the table, in order ([] if they walk it). Rows
+    between two consecutive table steps lie component-wise between them (one step's writes land
+    one LWS at a time); a divergence is a stretch of rows that are neither a step nor on the way
+    to the next, or a jump over steps, up to the table step the walk rejoins; the walk must end at
+    the table's last step."""
+
+    def between(r: Row, a: Row, b: Row) -> bool:
+        return all(min(x, y) <= v <= max(x, y) for v, x, y in zip(r, a, b, strict=True))
+
+    def rows(off: list[tuple[int, Row]]) -> str:
+        return ", ".join(str(r) for _, r in off)
+
+    out: list[str] = []
     k = 0
-    for index, row in observed:
-        while k + 1 < len(table) and row == table[k + 1]:
-            k += 1
-        if row == table[k]:
+    off: list[tuple[int, Row]] = []  # rows off the table since step k
+    for index, now in observed:
+        if now == table[k] and not off:
             continue
-        nxt = table[k + 1] if k + 1 < len(table) else table[k]
-        if not all(min(a, b) <= x <= max(a, b) for x, a, b in zip(row, table[k], nxt, strict=True)):
-            return f"event #{index}: replicas {row} is neither step {k} {table[k]} nor on the way to step {k + 1} {nxt}"
-    if k != len(table) - 1:
-        return f"the rollout stopped at step {k} {table[k]}; the table continues to {table[-1]}"
-    return None
+        j = next((j for j in range(k, len(table)) if table[j] == now), None)
+        if j is None:
+            if not off and k + 1 < len(table) and between(now, table[k], table[k + 1]):
+                continue
+            off.append((index, now))
+            continue
+        skipped = ", ".join(f"step {m} {table[m]}" for m in range(k + 1, j))
+        if off:
+            to = f"back to step {j}" if j == k else f"to step {j} {table[j]}"
+            why = f"not through {skipped}" if skipped else "neither a step nor on the way between them"
+            out.append(
+                f"from step {k} {table[k]} the replicas went through {rows(off)} (from event #{off[0][0]}) {to}, {why}"
+            )
+        elif j > k + 1:
+            out.append(
+                f"from step {k} {table[k]} straight to step {j} {table[j]} at event #{index}, not through {skipped}"
+            )
+        k, off = j, []
+    if off:
+        out.append(
+            f"from step {k} {table[k]} the replicas went through {rows(off)} (from event #{off[0][0]}) "
+            "and never rejoined the table"
+        )
+    elif k != len(table) - 1:
+        out.append(f"the rollout stopped at step {k} {table[k]}; the table continues to {table[-1]}")
+    return out

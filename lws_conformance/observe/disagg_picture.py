@@ -2,7 +2,8 @@
 
 In each panel, one colour per revision: its LWS's spec.replicas (dashed step line) and its ready
 groups (solid step line), so a reader sees every role's old revision drain while the new one grows,
-and whether the roles moved together. A violation is a red vertical line with its message on top.
+and whether the roles moved together. Each violation is a red vertical line; the messages are listed
+on top (every one, in order).
 """
 
 from __future__ import annotations
@@ -50,10 +51,11 @@ def _collect(events: Sequence[Event], ds_name: str) -> tuple[list[str], list[str
     return roles, revisions, series, max(end, 1e-3)
 
 
-def render(events: Sequence[Event], ds_name: str, violation: Violation | None = None, title: str = "") -> str:
+def render(events: Sequence[Event], ds_name: str, violations: Sequence[Violation] = (), title: str = "") -> str:
     roles, revisions, series, end = _collect(events, ds_name)
     top = max([1] + [v for pts in series.values() for _, v in pts])
-    height = TOP + len(roles) * (PANEL + GAP) + 30
+    head_top = TOP + 14 * max(len(violations) - 1, 0)  # one line per violation above the panels
+    height = head_top + len(roles) * (PANEL + GAP) + 30
 
     def x(t: float) -> float:
         return LEFT + (W - LEFT - RIGHT) * t / end
@@ -62,10 +64,10 @@ def render(events: Sequence[Event], ds_name: str, violation: Violation | None = 
     out = [svg + ' font-family="sans-serif" font-size="11">']
     head = title or f"DisaggregatedSet {ds_name}: replicas (dashed) and ready groups (solid) per role and revision"
     out.append(f'<text x="{LEFT}" y="18" font-size="13">{escape(head)}</text>')
-    if violation is not None:
-        out.append(f'<text x="{LEFT}" y="36" fill="#c00">{escape(violation.describe()[:160])}</text>')
+    for n, v in enumerate(violations):
+        out.append(f'<text x="{LEFT}" y="{36 + 14 * n}" fill="#c00">{escape(v.describe()[:160])}</text>')
     for i, role in enumerate(roles):
-        y0 = TOP + i * (PANEL + GAP)
+        y0 = head_top + i * (PANEL + GAP)
 
         def y(v: int, y0: float = y0) -> float:
             return y0 + PANEL - PANEL * v / top
@@ -90,17 +92,15 @@ def render(events: Sequence[Event], ds_name: str, violation: Violation | None = 
             out.append(
                 f'<text x="{W - RIGHT + 8}" y="{y0 + 14 + 14 * j}" fill="{colour}">revision {escape(rev)}</text>'
             )
-    if violation is not None:
-        out.append(
-            f'<line x1="{x(violation.t):.1f}" y1="{TOP}" x2="{x(violation.t):.1f}" y2="{height - 30}" stroke="#c00"/>'
-        )
+    for v in violations:
+        out.append(f'<line x1="{x(v.t):.1f}" y1="{head_top}" x2="{x(v.t):.1f}" y2="{height - 30}" stroke="#c00"/>')
     out.append(f'<text x="{LEFT}" y="{height - 10}">0 s</text>')
     out.append(f'<text x="{W - RIGHT}" y="{height - 10}" text-anchor="end">{end:.1f} s</text>')
     out.append("</svg>")
     return "\n".join(out)
 
 
-def save(path: Path, events: Sequence[Event], ds_name: str, violation: Violation | None = None) -> Path:
+def save(path: Path, events: Sequence[Event], ds_name: str, violations: Sequence[Violation] = ()) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(events, ds_name, violation))
+    path.write_text(render(events, ds_name, violations))
     return path
