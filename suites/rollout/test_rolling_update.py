@@ -1,4 +1,5 @@
-"""Group rolling updates, watched event by event (lws-behaviour.md §4.4 rollout, §4.5 conditions).
+"""Group rolling updates, watched event by event (leaderworkerset_controller.go
+rollingUpdateParameters, updateConditions@v0.9.0).
 
 Why: a rolling update of multi-host inference groups must never mix revisions inside a group,
 never take down more groups than maxUnavailable (plus available surge) allows, never create more
@@ -8,8 +9,8 @@ states cannot show any of that, so every test records every watch event of its n
 (`lws_conformance.observe`) and checks the invariants after each event; on a violation the
 assertion names the event and points at the saved timeline JSON and SVG picture.
 
-On top of the invariants, each case asserts the documented partition/replica sequence (§4.4
-table): the (replicas, partition) the controller writes when it detects the new revision, the
+On top of the invariants, each case asserts the documented partition/replica sequence
+(rollingUpdateParameters@v0.9.0): the (replicas, partition) the controller writes when it detects the new revision, the
 first partition step, the surge peak, and that each group's leader was replaced exactly once.
 
 Rollouts are triggered by a template change (an annotation on the worker template, or an env var
@@ -36,10 +37,11 @@ from rollout_claims import proves_invariants, verify_claims
 
 from lws_conformance import workloads
 from lws_conformance.claims import Claims
-from lws_conformance.errors import WaitTimeout
+from lws_conformance.errors import UserError, WaitTimeout
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import wait_for
 from lws_conformance.observe import Event, Timeline, artifact_dir, invariants, record
+from lws_conformance.plugin import run_profile
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
@@ -75,7 +77,7 @@ def _lws(name: str, replicas: int, size: int, mu: int | str = 1, ms: int | str =
 
 
 def _bump_annotation(sc: Scenario, name: str, value: str) -> None:
-    """A worker-template annotation change: a new revision for every group (§3.6)."""
+    """A worker-template annotation change: a new revision for every group (revision_utils.go getPatch)."""
     sc.patch_lws(
         name, {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"metadata": {"annotations": {BUMP: value}}}}}}
     )
@@ -116,7 +118,7 @@ def _leader_revision(sc: Scenario, name: str) -> str:
 
 
 def _one_revision(sc: Scenario, name: str, revision: str) -> None:
-    """Exactly one ControllerRevision of the LWS remains, the current one (§3.6 cleanup), checked
+    """Exactly one ControllerRevision of the LWS remains, the current one (TruncateRevisions), checked
     via the API. The StatefulSets' own ControllerRevisions carry the same labels (copied from the
     pod template), so only revisions owned by the LeaderWorkerSet count."""
 
@@ -192,7 +194,7 @@ class Case:
 
 
 # Chosen for coverage per second (the cluster is shared; a group step costs 1-4 s there). Left
-# out, with their numbers checked against §4.4 by tests/test_invariants.py instead: R=4 default,
+# out, with their numbers checked against rollingUpdateParameters by tests/test_invariants.py instead: R=4 default,
 # mu=2, ms=2+mu=2 (same code paths as r3-default, r4-ms1), R=3 mu=50%/ms=50% (Burst 5), and
 # mu=0 with ms=0 (rejected by validation, the validation suite's job).
 CASES = [
@@ -232,7 +234,7 @@ def test_rolling_update_matrix(
     start = invariants.documented_update_start(case.replicas, case.replicas, case.mu, case.ms)
     assert start[0] == case.peak and invariants.documented_first_step(case.replicas, case.mu, case.ms) == (
         case.first_partition
-    ), f"case table disagrees with §4.4: start {start}, first step"
+    ), f"case table disagrees with rollingUpdateParameters: start {start}, first step"
 
     with _recorded(sc) as tl:
         sc.create(_lws(name, case.replicas, case.size, case.mu, case.ms, policy=POLICIES[policy]))
@@ -316,7 +318,7 @@ def _documented_sequence(case: Case, events: list[Event], steps: list[invariants
                          start: tuple[int, int], old: str, new: str) -> None:
     """ROLL-SEQ-001: the leader StatefulSet steps, the peak of live groups, one replacement each."""
     assert (steps[0].replicas, steps[0].partition) == start, f"update start (replicas, partition): {steps}"
-    # First partition move: §4.4 case 6 gives S - tailReady - step. tailReady is 0 unless surge
+    # First partition move: rollingUpdatePartition gives S - tailReady - step. tailReady is 0 unless surge
     # groups were already up when the controller reconciled, so the documented value (tailReady 0)
     # is exact without surge and an upper bound with it; the lower bound uses the surge groups the
     # pods show as available at that moment (the controller's cache cannot be ahead of them).
@@ -369,6 +371,17 @@ def _set_partition(sc: Scenario, name: str, partition: int) -> None:
     sc.patch_lws(name, {"spec": {"rolloutStrategy": {"rollingUpdateConfiguration": {"partition": partition}}}})
 
 
+def reconcile_window(config: pytest.Config) -> float:
+    """The profile's `timeouts.reconcile_window_seconds`: how long a watched "must never happen"
+    window lasts for the consequences of one LWS reconcile (its leader StatefulSet write, then the
+    StatefulSet controller's pod deletion) to show. Derived from the latency
+    benchmarks/reconcile_latency.py measures; `observe` multiplies it by `timeouts.scale`."""
+    value = (run_profile(config).raw.get("timeouts") or {}).get("reconcile_window_seconds")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.5 <= value <= 60:
+        raise UserError(f"timeouts.reconcile_window_seconds must be a number of seconds in 0.5..60, got {value!r}")
+    return float(value)
+
+
 @proves_invariants
 @pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-PART-001")
@@ -382,7 +395,9 @@ def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, claim: C
         sc.wait_pods(_pods_at(name, r, size, lambda g: new if g >= part else old),
                      f"groups >= {part} at the new revision, the rest at the old one")
         with claim("ROLL-PART-001"):
-            violation = sc.observe_pods(_moved_below(part, old), duration=2)
+            # Held: the partition-1 step is written and the LWS status settled. A controller that
+            # went on to update group 0 would show it within one reconcile's latency.
+            violation = sc.observe_pods(_moved_below(part, old), duration=reconcile_window(request.config))
             assert violation is None, violation
         _set_partition(sc, name, 0)
         sc.wait_lws(name, sc.settled(r), "update done after partition 0")
@@ -393,7 +408,7 @@ def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, claim: C
         _one_revision(sc, name, new)
     with claim("ROLL-PART-001"):
         parts = [s.partition for s in _from_revision(events, new)]
-        # §4.4 "P = max(P, lwsP)": 3 at detection, 2, held at 1, 0 after the release.
+        # rollingUpdateParameters' deferred max(P, lwsP): 3 at detection, 2, held at 1, 0 after the release.
         assert parts == [3, 2, 1, 0], f"leader StatefulSet partitions {parts}"
         by_group = invariants.revisions_by_group(events)
         assert all(by_group.get(g) == [old, new] for g in range(r)), by_group
@@ -404,7 +419,7 @@ def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, claim: C
 @pytest.mark.requirement("ROLL-PART-002")
 def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, claim: Claims, tmp_path: Path,
                                                          request: pytest.FixtureRequest) -> None:
-    """R=3, maxSurge 1, spec.partition 2 (§4.4 table; set before the update, avoiding #614): the
+    """R=3, maxSurge 1, spec.partition 2 (rollingUpdateParameters; set before the update, avoiding lws#614): the
     update runs with 4 replicas; with group 2 and the surge group 3 updated the surge group stays
     while the partition holds; partition 0 finishes the update and reclaims it (3 replicas)."""
     sc, name, r, size = scenario, "rs", 3, 2
@@ -504,7 +519,7 @@ def test_replicas_changed_mid_rollout(scenario: Scenario, claim: Claims, directi
 @pytest.mark.requirement("ROLL-SCALE-002")
 def test_template_and_replicas_change_at_once(scenario: Scenario, claim: Claims, tmp_path: Path,
                                               request: pytest.FixtureRequest) -> None:
-    """Template change plus replicas 2 -> 4 in one patch (§4.4 table, there 4 -> 6): scale up
+    """Template change plus replicas 2 -> 4 in one patch (rollingUpdateParameters Case 2, 4 -> 6 there): scale up
     first (replicas 4, partition 2), new groups 2-3 start at the new revision, then 1 and 0."""
     sc, name, size = scenario, "rt", 2
     with _recorded(sc) as tl:

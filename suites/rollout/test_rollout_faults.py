@@ -1,4 +1,4 @@
-"""Rolling updates under faults, watched event by event (lws-behaviour.md §4.4, §7 item 6).
+"""Rolling updates under faults, watched event by event (leaderworkerset_controller.go rollingUpdateParameters@v0.9.0).
 
 kubernetes-sigs/lws#225: after an LWS controller restart (or resync) in the middle of a rollout,
 every group was updated at once — the worker StatefulSets were patched to the new template. Fixed
@@ -23,15 +23,20 @@ from test_rolling_update import (
     _pods_at,
     _recorded,
     _set_partition,
+    reconcile_window,
 )
 
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.wait import scale
 from lws_conformance.observe import artifact_dir, invariants
 from lws_conformance.providers.local import LocalCluster
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
+# LWS's log lines at --zap-log-level=2 (v0.8.0 .. main) at the end of a reconcile of an LWS and of
+# a leader pod (pkg/controllers/leaderworkerset_controller.go, pod_controller.go).
+RECONCILED_LWS, RECONCILED_POD = "Leader Reconcile completed", "Worker Reconcile completed"
 
 
 @proves_invariants
@@ -46,17 +51,26 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
 ) -> None:
     """R=4, maxUnavailable 1, spec.partition 2: groups 3 and 2 update; the LWS controller is
     stopped and started while the partition holds; groups 1 and 0 must keep the old revision
-    through the restart (watched), and lowering the partition then finishes the update with every
+    through the restarted controller's first reconciles and one reconcile window after them
+    (watched), and lowering the partition then finishes the update with every
     invariant holding at every event."""
     sc, name, r, size, part = private_scenario, "rc", 4, 2, 2
     with _recorded(sc) as tl:
         old, new = _held_update(sc, name, r, size, part)
         sc.wait_pods(_pods_at(name, r, size, lambda g: new if g >= part else old), "groups >= 2 new, the rest old")
 
+        offset = private_cluster.log_offset("lws")
         private_cluster.stop_component("lws")
         private_cluster.start_component("lws")
         with claim("ROLL-FAULT-001"):
-            violation = sc.observe_pods(_moved_below(part, old), duration=5)
+            # lws#225 happened in the restarted controller's first reconciles (the informers'
+            # initial list queues every object): the window opens once this process has finished
+            # its first reconcile of the LWS and of every leader pod below the partition (their
+            # log lines at --zap-log-level=2; the local cluster runs LWS without leader election, so
+            # there is no lease to watch), and lasts one reconcile's measured latency after that.
+            for needle, key in ((RECONCILED_LWS, name), *((RECONCILED_POD, f"{name}-{g}") for g in range(part))):
+                private_cluster.wait_log("lws", (needle, f'"name": "{key}"', sc.namespace), offset, 60 * scale())
+            violation = sc.observe_pods(_moved_below(part, old), duration=reconcile_window(request.config))
             assert violation is None, f"{violation} (kubernetes-sigs/lws#225 regression)"
         _set_partition(sc, name, 0)
         sc.wait_lws(name, sc.settled(r), "update done after partition 0")
@@ -76,7 +90,7 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
 def test_update_completes_when_every_old_group_is_unhealthy(
     scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    """kubernetes-sigs/lws#567 (fixed by #568 in v0.7.0): size 1, maxUnavailable 0, maxSurge 1,
+    """kubernetes-sigs/lws#567 (fixed by PR #568 in v0.7.0): size 1, maxUnavailable 0, maxSurge 1,
     and no old pod ever becomes Ready (here: the old template selects no node, so every old pod
     stays Pending). Updating the template to one that can run MUST not get stuck: every group
     ends at the new revision and the LWS becomes Available."""
