@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from lws_conformance import deviations, errors
-from lws_conformance.observe import Recorder, Source, Timeline, invariants, picture, verify
-from lws_conformance.observe.invariants import ALL, check_all, documented_first_step, documented_update_start
+from lws_conformance.observe import Recorder, Source, Timeline, facts, invariants, picture, verify
+from lws_conformance.observe.facts import documented_first_step, documented_update_start
+from lws_conformance.observe.invariants import ALL, check_all
 from lws_conformance.observe.recorder import ScriptedApi
 from lws_conformance.observe.replay import Params, scaled
 from lws_conformance.observe.timeline import (
@@ -702,7 +703,7 @@ def test_recorded_v090_rollout() -> None:
     assert check_all(events, only=[n for n in ALL if n not in strict]) == []
     assert {v.invariant for v in check_all(events, only=sorted(strict))} == strict
     assert json.loads(path.read_text())["schema"] == 1
-    assert invariants.peak_live_groups(events) == 3  # the documented R=2, ms=4 -> 3 groups
+    assert facts.peak_live_groups(events) == 3  # the documented R=2, ms=4 -> 3 groups
 
 
 FIRST_VIOLATIONS = {  # per recorded timeline, each invariant's first violation: (event #, event)

@@ -1,5 +1,6 @@
-"""Timeline observer: record a namespace's LWS objects (recorder), check rollout invariants over
-the recording (invariants, pure), and keep the evidence (timeline JSON, picture SVG).
+"""Timeline observer: record a namespace's LWS objects (recorder), replay it (replay), check the
+rollout invariants over the recording (invariants, pure), read facts off it (facts), and keep the
+evidence (timeline JSON, picture SVG).
 
 Typical use in a suite:
 
@@ -19,7 +20,7 @@ from pathlib import Path
 import allure
 
 from .. import errors
-from . import invariants, picture
+from . import facts, invariants, picture
 from .invariants import Violation, check_all
 from .recorder import Recorder, Source, record, sources
 from .timeline import Event, Timeline
@@ -35,6 +36,7 @@ __all__ = [
     "check",
     "check_all",
     "describe",
+    "facts",
     "failures",
     "invariants",
     "picture",

@@ -40,7 +40,7 @@ from lws_conformance.claims import Claims
 from lws_conformance.errors import UserError, WaitTimeout
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import wait_for
-from lws_conformance.observe import Event, Timeline, artifact_dir, invariants, record
+from lws_conformance.observe import Event, Timeline, artifact_dir, facts, record
 from lws_conformance.plugin import run_profile
 from lws_conformance.scenario import Scenario
 
@@ -146,9 +146,9 @@ def _recorded(sc: Scenario) -> Iterator[Timeline]:
         yield tl
 
 
-def _from_revision(events: list[Event], revision: str) -> list[invariants.StsStep]:
+def _from_revision(events: list[Event], revision: str) -> list[facts.StsStep]:
     """The leader StatefulSet spec steps from the first one carrying `revision` on."""
-    steps = invariants.leader_sts_steps(events)
+    steps = facts.leader_sts_steps(events)
     first = next((i for i, s in enumerate(steps) if s.revision == revision), None)
     assert first is not None, f"leader StatefulSet never carried revision {revision}: {steps}"
     return steps[first:]
@@ -231,8 +231,8 @@ def test_rolling_update_matrix(
 ) -> None:
     sc, name = scenario, "ru"
     # The documented numbers are also derived from the algorithm; both must agree (a typo guard).
-    start = invariants.documented_update_start(case.replicas, case.replicas, case.mu, case.ms)
-    assert start[0] == case.peak and invariants.documented_first_step(case.replicas, case.mu, case.ms) == (
+    start = facts.documented_update_start(case.replicas, case.replicas, case.mu, case.ms)
+    assert start[0] == case.peak and facts.documented_first_step(case.replicas, case.mu, case.ms) == (
         case.first_partition
     ), f"case table disagrees with rollingUpdateParameters: start {start}, first step"
 
@@ -309,12 +309,12 @@ def _restarted_once(sc: Scenario, name: str, case: Case, events: list[Event], ol
     deletions)."""
     assert sc.lws(name)["spec"]["leaderWorkerTemplate"].get("restartPolicy") == "RecreateGroupOnPodRestart", (
         "restartPolicy was not defaulted to RecreateGroupOnPodRestart")
-    by_group = invariants.revisions_by_group(events)
+    by_group = facts.revisions_by_group(events)
     twice = {g: revs for g in range(case.replicas) if (revs := by_group.get(g)) != [old, new]}
     assert not twice, f"leaders replaced more than once by the update (lws#291), incarnations per group: {twice}"
 
 
-def _documented_sequence(case: Case, events: list[Event], steps: list[invariants.StsStep],
+def _documented_sequence(case: Case, events: list[Event], steps: list[facts.StsStep],
                          start: tuple[int, int], old: str, new: str) -> None:
     """ROLL-SEQ-001: the leader StatefulSet steps, the peak of live groups, one replacement each."""
     assert (steps[0].replicas, steps[0].partition) == start, f"update start (replicas, partition): {steps}"
@@ -324,15 +324,15 @@ def _documented_sequence(case: Case, events: list[Event], steps: list[invariants
     # pods show as available at that moment (the controller's cache cannot be ahead of them).
     moved = next((s for s in steps if s.partition != start[1]), None)
     assert moved is not None, f"the partition never moved: {steps}"
-    tail = invariants.tail_updated_available(events, moved.index)
+    tail = facts.tail_updated_available(events, moved.index)
     assert case.first_partition - tail <= moved.partition <= case.first_partition and (
         moved.partition < case.first_partition or case.first_partition < start[1]
     ), f"first partition step {moved.partition}, documented {case.first_partition} (tailReady <= {tail}): {steps}"
     assert max(s.replicas or 0 for s in steps) == case.peak, f"leader StatefulSet replicas peak: {steps}"
     assert (steps[-1].replicas, steps[-1].partition) == (case.replicas, 0), f"final leader StatefulSet: {steps}"
-    peak = invariants.peak_live_groups(events, since=steps[0].index)
+    peak = facts.peak_live_groups(events, since=steps[0].index)
     assert peak == case.peak, f"{peak} groups live at once during the update, documented {case.peak}"
-    by_group = invariants.revisions_by_group(events)
+    by_group = facts.revisions_by_group(events)
     for g in range(case.replicas):
         assert by_group.get(g) == [old, new], f"group {g} leader incarnations {by_group.get(g)} != [old, new]"
     for g in range(case.replicas, case.peak):
@@ -410,7 +410,7 @@ def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, claim: C
         parts = [s.partition for s in _from_revision(events, new)]
         # rollingUpdateParameters' deferred max(P, lwsP): 3 at detection, 2, held at 1, 0 after the release.
         assert parts == [3, 2, 1, 0], f"leader StatefulSet partitions {parts}"
-        by_group = invariants.revisions_by_group(events)
+        by_group = facts.revisions_by_group(events)
         assert all(by_group.get(g) == [old, new] for g in range(r)), by_group
 
 
@@ -450,7 +450,7 @@ def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, cla
         assert (steps[0].replicas, steps[0].partition) == (4, 3), f"update start: {steps}"
         assert [s.partition for s in steps if s.partition < 3][:1] == [2], f"first step must be P 2: {steps}"
         assert steps[-1].replicas == 3 and steps[-1].partition == 0, steps
-        by_group = invariants.revisions_by_group(events)
+        by_group = facts.revisions_by_group(events)
         assert by_group.get(3) == [new] and by_group.get(0) == [old, new], by_group
 
 
@@ -479,7 +479,7 @@ def test_size_change_rolls_every_group(scenario: Scenario, claim: Claims, tmp_pa
         _one_revision(sc, name, new)
     with claim("ROLL-SIZE-001"):
         assert {p["metadata"]["annotations"].get(LBL + "size") for p in pods} == {"3"}
-        assert invariants.revisions_by_group(events) == {0: [old, new], 1: [old, new]}
+        assert facts.revisions_by_group(events) == {0: [old, new], 1: [old, new]}
 
 
 @pytest.mark.parametrize("direction", ["up", "down"])
@@ -507,7 +507,7 @@ def test_replicas_changed_mid_rollout(scenario: Scenario, claim: Claims, directi
     with claim("ROLL-REV-001"):
         _one_revision(sc, name, new)
     with claim("ROLL-SCALE-001"):
-        by_group = invariants.revisions_by_group(events)
+        by_group = facts.revisions_by_group(events)
         for g in range(r0, r1):
             assert by_group.get(g) == [new], f"new group {g} must start at {new}: {by_group}"
         for g in range(min(r0, r1)):
@@ -538,7 +538,7 @@ def test_template_and_replicas_change_at_once(scenario: Scenario, claim: Claims,
     with claim("ROLL-SCALE-002"):
         steps = _from_revision(events, new)
         assert (steps[0].replicas, steps[0].partition) == (4, 2), f"update start: {steps}"
-        by_group = invariants.revisions_by_group(events)
+        by_group = facts.revisions_by_group(events)
         assert by_group.get(2) == [new] and by_group.get(3) == [new], by_group
         assert all(by_group.get(g) == [old, new] for g in range(2)), by_group
 

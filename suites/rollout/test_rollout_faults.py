@@ -29,7 +29,7 @@ from test_rolling_update import (
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import scale
-from lws_conformance.observe import artifact_dir, invariants
+from lws_conformance.observe import artifact_dir, facts
 from lws_conformance.providers.local import LocalCluster
 from lws_conformance.scenario import Scenario
 
@@ -80,7 +80,7 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
     with claim("ROLL-REV-001"):
         _one_revision(sc, name, new)
     with claim("ROLL-FAULT-001"):
-        by_group = invariants.revisions_by_group(events)
+        by_group = facts.revisions_by_group(events)
         assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated exactly once: {by_group}"
 
 
@@ -160,5 +160,5 @@ def test_update_counts_an_already_unhealthy_group_against_max_unavailable(
         steps = _from_revision(events, new)
         moved = [s.partition for s in steps if s.partition < r]
         assert moved and moved[0] == 3, f"first partition step {moved[:1]}, want 3 (group 1 already unready): {steps}"
-        by_group = invariants.revisions_by_group(events)
+        by_group = facts.revisions_by_group(events)
         assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated once: {by_group}"

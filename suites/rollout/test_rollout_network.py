@@ -1,4 +1,5 @@
-"""Changing networkConfig.subdomainPolicy rolls the groups (KEP 173, lws-behaviour.md §3.7, §4.4).
+"""Changing networkConfig.subdomainPolicy rolls the groups (KEP 173;
+leaderworkerset_controller.go rollingUpdateParameters@v0.9.0).
 
 Why: switching a serving LWS from the Shared headless Service to one per group changes every
 pod's DNS name and LWS_LEADER_ADDRESS, so the pods must be replaced -- group by group, as any
@@ -21,7 +22,7 @@ from rollout_claims import proves_invariants, verify_claims
 from test_rolling_update import _leader_revision, _lws, _one_revision, _pods_at
 
 from lws_conformance.claims import Claims
-from lws_conformance.observe import Event, Recorder, Source, Timeline, artifact_dir, invariants, sources
+from lws_conformance.observe import Event, Recorder, Source, Timeline, artifact_dir, facts, sources
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
@@ -93,7 +94,7 @@ def test_subdomain_policy_change_rolls_groups_and_services_follow_surge(
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
         _one_revision(sc, name, new)
-    by_group = invariants.revisions_by_group(events)
+    by_group = facts.revisions_by_group(events)
     with claim("ROLL-NET-001"):
         assert new != old, "a subdomainPolicy change must create a new revision"
         assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group replaced once: {by_group}"

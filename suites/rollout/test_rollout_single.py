@@ -16,7 +16,7 @@ from rollout_claims import proves_invariants, verify_claims
 from test_rolling_update import _bump_annotation, _leader_revision, _lws, _pods_at, _recorded
 
 from lws_conformance.claims import Claims
-from lws_conformance.observe import artifact_dir, invariants
+from lws_conformance.observe import artifact_dir, facts
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
@@ -42,7 +42,7 @@ def test_single_replica_with_max_surge_keeps_a_group_available(
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-SINGLE-001"):
-        surged, down = invariants.downtime(events, start)
+        surged, down = facts.downtime(events, start)
         assert surged and down == 0, (
             f"replicas 1, maxSurge 1, maxUnavailable {mu}: {surged} surge group(s) created, no group available "
             f"for {down:.3f}s of the update (kubernetes-sigs/lws#688)"

@@ -1,4 +1,5 @@
-"""startupPolicy LeaderReady during rolling updates, watched event by event (lws-behaviour.md §3.2, §4.4).
+"""startupPolicy LeaderReady during rolling updates, watched event by event
+(pod_controller.go Reconcile, rollingUpdateParameters@v0.9.0).
 
 Why: with LeaderReady the workers of a group dial a leader that is already serving; an update
 replaces each group whole, so the new group's workers must again wait for the new leader to be
