@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -325,7 +326,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError(existing.NEEDS_KUBECONFIG)
     cli_conventions.check_selection(_selection(args))  # exit 2 before any cluster if it selects nothing
     run_id = _new_run_id(args)
-    pytest_run_id = run_id.replace("-", "")[4:]
+    # names every namespace and label of the run: unique also among runs started in the same second
+    # against the same cluster from other report directories
+    pytest_run_id = run_id.replace("-", "")[4:] + secrets.token_hex(2)
     out = _reports_dir(args, run_id)
     target = _target(args, out)
     stays = not target.creates or target.running() or args.keep  # adopted, reused or kept
@@ -452,7 +455,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         cell_args = argparse.Namespace(**{**vars(args), "set": [*args.set, *cell.overrides]})
         try:
             cluster.up(_progress)
-            rc = _suites(cell_args, cluster.handle_file, f"m{time.strftime('%H%M%S')}", run_dir)
+            rc = _suites(cell_args, cluster.handle_file, f"m{time.strftime('%H%M%S')}{secrets.token_hex(2)}", run_dir)
         except LwscError as exc:
             (run_dir / "error.txt").write_text(str(exc))
             _progress(f"cell {cell.label} broke: {exc}")
