@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
-from . import bisect, catalogue, cli_certify, cli_conventions, cli_incluster, matrix, provenance, resources
+from . import bisect, catalogue, cli_certify, cli_conventions, cli_incluster, matrix, provenance, resources, shards
 from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
 from .k8s.objects import RUN_LABEL
@@ -33,7 +33,7 @@ from .providers.components import ORDER, state_root
 from .providers.kind import KindCluster, KindTools
 from .providers.local import PORT_FILE, LocalCluster, down_private
 from .providers.ports import claim_port_range
-from .report import html, render
+from .report import html, merge, render
 from .toolchain import cache as bincache
 from .toolchain.gobuild import TRANSIENT
 
@@ -277,6 +277,7 @@ def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path,
         f"--lwsc-profile={args.profile}",
         f"--lwsc-mode={'certify' if getattr(args, 'certify', False) else 'standard'}",
         *(["--lwsc-strict"] if getattr(args, "strict", False) else []),
+        *([f"--lwsc-shard={args.shard}"] if getattr(args, "shard", None) else []),
         *(["--lwsc-accept-known-deviations"] if getattr(args, "accept_known_deviations", False) else []),
         *(f"--lwsc-set={kv}" for kv in args.set),
         *(extra or []),
@@ -302,6 +303,10 @@ def _check_run_input(args: argparse.Namespace) -> None:
     workers = str(args.workers)
     if workers not in ("auto", "logical") and not (workers.isdigit() and int(workers) >= 1):
         raise UserError(f"-n/--workers must be a positive number or auto, got {workers!r}")
+    if args.shard:
+        shards.parse(args.shard)
+        if args.certify:
+            raise UserError("--certify runs every requirement in one run; drop --shard (or merge shards for gating)")
     if args.product_metadata and not Path(args.product_metadata).expanduser().is_file():
         raise UserError(
             f"--product-metadata {args.product_metadata} does not exist; give a YAML file of PRODUCT.yaml metadata keys"
@@ -552,7 +557,12 @@ def _interrupt_group(proc: subprocess.Popen[str]) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Re-render a run directory offline from its recorded results."""
+    """Re-render a run directory offline from its recorded results, or merge shards' run
+    directories into one (`--merge`). Exits with the run's conclusion code."""
+    if args.merge:
+        return _merge_report(args)
+    if not args.run_dir:
+        raise UserError("give a reports/<run-id> directory, or --merge DIR DIR ... to join shards")
     run_dir = Path(args.run_dir)
     if not (run_dir / "results.json").is_file():
         raise UserError(f"{run_dir} has no results.json; give a reports/<run-id> directory of `lwsc run`")
@@ -561,7 +571,24 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UserError(f"{run_dir} was written by an older lws-conformance (no per-requirement outcomes); re-run it")
     doc = render.render(run_dir, bincache.cache_root() / "node")
     print(run_dir / "summary.md")
-    return 1 if doc.get("totals", {}).get("failed") else 0
+    return int(doc.get("conclusion", {}).get("code", 3))
+
+
+def _merge_report(args: argparse.Namespace) -> int:
+    dirs = [Path(d).expanduser().resolve() for d in args.merge]
+    doc = merge.results(dirs)
+    out = Path(args.out or Path(args.reports) / doc["run_id"]).expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=False)
+    (out / "results.json").write_text(json.dumps(doc, indent=2))
+    merge.junit(dirs, out)
+    merge.logs(dirs, out)
+    summary_doc = render.render(out, bincache.cache_root() / "node")
+    _progress(f"merged {len(dirs)} run directories ({len(doc['results'])} tests) into {out}")
+    _progress(f"results archive: {cli_certify.write_archive(out)} (check it with `lwsc verify`)")
+    end = summary_doc.get("conclusion", {})
+    _progress(_paint(str(end.get("line", "")), "1;32" if end.get("code") == 0 else "1;31"))
+    print(out / "summary.md")
+    return int(end.get("code", 3))
 
 
 def cmd_chaos_target(args: argparse.Namespace) -> int:
@@ -635,7 +662,10 @@ def _cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     stat.add_argument("--output", choices=("text", "json"), default="text", help="output format (default text)")
     sub.add_parser("kubeconfig", help="print the admin kubeconfig path")
     rep = sub.add_parser("report", help="re-render a run directory (summary, HTML, PRODUCT.yaml) offline")
-    rep.add_argument("run_dir")
+    rep.add_argument("run_dir", nargs="?", help="a reports/<run-id> directory")
+    rep.add_argument("--merge", nargs="+", metavar="DIR", help="join the run directories of shards into one")
+    rep.add_argument("--out", help="with --merge: the merged run directory (default <reports>/merged-<stamp>)")
+    rep.add_argument("--reports", default=_default_reports(), help="default ./reports or $ARTIFACTS")
 
 
 def _run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -648,6 +678,11 @@ def _run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--reports", default=_default_reports(), help="where run directories go (default ./reports or $ARTIFACTS)"
     )
     run.add_argument("-n", "--workers", default="2", help="pytest-xdist workers (default 2)")
+    run.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="run shard K of N of the selected tests (balanced by recorded durations); join with report --merge",
+    )
     run.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
     run.add_argument(
         "--certify",

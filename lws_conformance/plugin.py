@@ -25,7 +25,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from . import claims, images, provenance
+from . import claims, images, provenance, shards
 from .errors import LwscError, UserError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
@@ -86,6 +86,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=("standard", "certify"),
         help="recorded in summary.json (lwsc run --certify)",
     )
+    g.addoption("--lwsc-shard", help="K/N: run only this shard of the selected tests (lws_conformance.shards)")
     g.addoption("--lwsc-strict", action="store_true", help="gate: a listed deviation that no longer reproduces fails")
     g.addoption(
         "--lwsc-accept-known-deviations",
@@ -122,6 +123,8 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ[images.REGISTRY_ENV] = str(registry or "")
         except LwscError:
             pass  # reported by the cluster fixture, where it matters
+    if config.getoption("--lwsc-shard"):
+        config.pluginmanager.register(_Sharding(config.getoption("--lwsc-shard")), "lwsc-sharding")
     if _is_worker(config):
         config._lwsc_run_id = config.workerinput["lwsc_run_id"]  # type: ignore[attr-defined]
     else:
@@ -130,6 +133,20 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(_XdistHooks(), "lwsc-xdist")
+
+
+class _Sharding:
+    """--lwsc-shard K/N: keep shard K of what -k selected (after the keyword deselection)."""
+
+    def __init__(self, spec: str) -> None:
+        self.k, self.n = shards.parse(spec)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        keep = set(shards.assign([i.nodeid for i in items], self.n, shards.durations())[self.k - 1])
+        dropped = [i for i in items if i.nodeid not in keep]
+        items[:] = [i for i in items if i.nodeid in keep]
+        config.hook.pytest_deselected(items=dropped)
 
 
 class _XdistHooks:
@@ -346,6 +363,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         "provider": handle.provider if handle else "unknown",
         "profile": session.config.getoption("--lwsc-profile"),
         "mode": session.config.getoption("--lwsc-mode"),
+        "shard": session.config.getoption("--lwsc-shard") or "",
         "gate": {
             "strict": session.config.getoption("--lwsc-strict"),
             "accept_known_deviations": session.config.getoption("--lwsc-accept-known-deviations"),

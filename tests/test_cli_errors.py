@@ -118,6 +118,8 @@ def test_run_input_is_checked_before_any_cluster(state: dict[str, str], port: in
         (["--dry-run", "-n", "abc"], "-n/--workers"),
         (["--dry-run", "--set", "timeouts.scale=abc"], "timeouts.scale"),
         (["--dry-run", "--set", "no.such_key=1"], "unknown profile key"),
+        (["--shard", "4/3"], "--shard must look like K/N"),
+        (["--certify", "--shard", "1/2"], "drop --shard"),
     ):
         proc = lwsc(*base, *extra, env=state)
         assert_one_line_error(proc, needle)

@@ -1,0 +1,47 @@
+"""`lwsc run --shard K/N`: a deterministic 1/N of the selected tests, balanced by recorded durations.
+
+Every test gets its recorded duration (`fixtures/test-durations.json`, written from a run by
+`scripts/record-durations`; a test not recorded counts as the median), then the tests are dealt
+longest first to the shard with the least total so far (ties: the lower shard, then the node id).
+The same selection gives every machine the same split, so N machines each running their K cover
+every test exactly once; `lwsc report --merge` joins their run directories into one report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+from . import resources
+from .errors import UserError
+
+DURATIONS = resources.fixtures() / "test-durations.json"
+SPEC = re.compile(r"^(\d+)/(\d+)$")
+
+
+def parse(spec: str) -> tuple[int, int]:
+    """(K, N) of "K/N", 1 <= K <= N; one line naming the fix otherwise."""
+    m = SPEC.match(spec.strip())
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise UserError(f"--shard must look like K/N with 1 <= K <= N (e.g. 2/3), got {spec!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def durations(path: Path = DURATIONS) -> dict[str, float]:
+    return {str(k): float(v) for k, v in json.loads(path.read_text()).items()} if path.is_file() else {}
+
+
+def assign(nodeids: list[str], n: int, recorded: dict[str, float]) -> list[list[str]]:
+    """The N shards' node ids (each in the order given), longest-processing-time first."""
+    known = [recorded[i] for i in nodeids if i in recorded]
+    default = statistics.median(known) if known else 1.0
+    weight = {i: recorded.get(i, default) for i in nodeids}
+    totals = [0.0] * n
+    chosen: dict[str, int] = {}
+    for nodeid in sorted(nodeids, key=lambda i: (-weight[i], i)):
+        k = min(range(n), key=lambda s: (totals[s], s))
+        chosen[nodeid] = k
+        totals[k] += weight[nodeid]
+    return [[i for i in nodeids if chosen[i] == k] for k in range(n)]

@@ -1,0 +1,96 @@
+"""Shards (`lwsc run --shard K/N`) and their merge (`lwsc report --merge`): every test exactly once,
+balanced by recorded durations, the same verdicts as one run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lws_conformance import cli, shards
+from lws_conformance.errors import UserError
+from lws_conformance.report import merge
+
+
+def test_every_test_lands_in_exactly_one_shard_longest_first() -> None:
+    ids = [f"t{i}" for i in range(10)]
+    recorded = {"t0": 60.0, "t1": 50.0, "t2": 10.0, "t3": 10.0, "t4": 10.0}
+    parts = shards.assign(ids, 3, recorded)
+    assert sorted(i for p in parts for i in p) == sorted(ids)
+    assert parts == shards.assign(list(ids), 3, dict(recorded))  # deterministic
+    totals = [sum(recorded.get(i, 10.0) for i in p) for p in parts]  # the unrecorded count as the median, 10
+    assert max(totals) - min(totals) <= 10.0, totals
+    assert "t0" in parts[0] and "t1" in parts[1]
+    assert shards.assign(ids, 1, {}) == [ids]
+
+
+def test_a_bad_shard_is_one_line() -> None:
+    assert shards.parse("2/3") == (2, 3)
+    for bad in ("0/3", "4/3", "a/b", "3", ""):
+        with pytest.raises(UserError, match="--shard must look like K/N"):
+            shards.parse(bad)
+
+
+CONFTEST = '''
+import pytest
+from pathlib import Path
+from lws_conformance.profile import load_profile
+from lws_conformance.providers.base import ClusterHandle
+
+@pytest.fixture(scope="session")
+def lwsc_cluster():
+    return ClusterHandle("local", Path("/nonexistent"), {"lws": "v0.9.0", "kueue": "v0.17.0"},
+                         load_profile("default", []).topology, "default", "tas-flavor")
+'''
+
+TESTS = '''
+import pytest
+
+@pytest.mark.requirement("LWS-NAME-001")
+@pytest.mark.parametrize("i", range(3))
+def test_names(i):
+    pass
+
+@pytest.mark.requirement("LWS-NAME-004")
+def test_sts_names():
+    pass
+
+@pytest.mark.requirement("ROLL-SURGE-001")
+def test_surge():
+    assert False, "3 groups live, maxSurge 1"
+'''
+
+
+def _run(pytester: pytest.Pytester, out: Path, *args: str) -> dict[str, str]:
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0", "--lwsc-run-id=t1",
+                                           f"--lwsc-report-dir={out}", f"--junitxml={out / 'junit_01.xml'}", *args)
+    assert result.ret in (0, 1), result.stdout.str()
+    return {r["id"]: r["verdict"] for r in json.loads((out / "summary.json").read_text())["requirements"]
+            if r["verdict"] != "not-run"}
+
+
+def test_shards_merged_read_as_the_unsharded_run(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_s=TESTS)
+    whole = _run(pytester, tmp_path / "whole")
+    parts = [tmp_path / f"shard{k}" for k in (1, 2, 3)]
+    ran = [_run(pytester, d, f"--lwsc-shard={k}/3") for k, d in enumerate(parts, 1)]
+    nodeids = [[r["nodeid"] for r in json.loads((d / "results.json").read_text())["results"]] for d in parts]
+    assert sorted(i for n in nodeids for i in n) == sorted(
+        r["nodeid"] for r in json.loads((tmp_path / "whole" / "results.json").read_text())["results"])
+    assert all(nodeids) and all(ran)
+    out = tmp_path / "merged"
+    code = cli.main(["report", "--merge", *map(str, parts), "--out", str(out)])
+    doc = json.loads((out / "summary.json").read_text())
+    assert {r["id"]: r["verdict"] for r in doc["requirements"] if r["verdict"] != "not-run"} == whole
+    assert whole["ROLL-SURGE-001"] == "failed" and code == 1 == doc["conclusion"]["code"]
+    assert len(doc["merged_from"]) == 3 and {w.split(":")[0] for w in doc["run_timeline"]["workers"]} == {
+        "1/3", "2/3", "3/3"}
+    assert (out / "junit_01.xml").read_text().count("<testcase") == 5
+    with pytest.raises(UserError, match="the shards overlap"):
+        merge.results([parts[0], parts[0]])
+    meta = json.loads((parts[1] / "results.json").read_text())
+    (parts[1] / "results.json").write_text(json.dumps({**meta, "versions": {"lws": "v0.8.0"}}))
+    with pytest.raises(UserError, match="ran with another versions"):
+        merge.results(parts)
