@@ -344,6 +344,8 @@ def _record_phase(report: pytest.TestReport) -> None:
     worker = str(node.gateway.id) if node is not None else "main"
     entry = _TIMELINE.setdefault(report.nodeid, run_timeline.Entry(report.nodeid, worker))
     entry.phases[report.when] = [report.start, report.stop]
+    if report.location and not entry.location:
+        entry.location = f"{report.location[0]}:{(report.location[1] or 0) + 1}"
     for key, value in report.user_properties:
         if key == BRINGUP_PROPERTY and (interval := json.loads(str(value))) not in entry.bringups:
             entry.bringups.append(interval)

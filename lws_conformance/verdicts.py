@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .deviations import Deviation, applicable
+from .deviations import Deviation, applicable, own_message
 
 # Worst first: a requirement's verdict over several tests is the worst of theirs.
 ORDER = (
@@ -100,9 +100,9 @@ def _failed(level: str, failures: list[Failure], known: list[Deviation]) -> Outc
     for exc, msg in failures:
         dev = next((d for d in known if d.matches(exc, msg)), None)
         if dev is None:
-            unmatched.append(msg)
+            unmatched.append(own_message(msg))  # as the check wrote it, without pytest's introspection
         else:
-            matched.append((dev, msg))
+            matched.append((dev, own_message(msg)))
     if unmatched:
         head = (
             "" if len(failures) == 1 else f"{len(unmatched)} of {len(failures)} failures match no listed deviation\n\n"

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from .. import catalogue
-from . import conclusion, html, product, run_timeline, summary
+from . import conclusion, html, junit, product, run_timeline, summary
 
 
 def save_results(
@@ -44,6 +44,7 @@ def summarize(run_dir: Path) -> dict[str, Any]:
 def render(run_dir: Path, tools_dir: Path | None = None) -> dict[str, Any]:
     """summary.json/md, PRODUCT.yaml, index.html (and Allure HTML when Node is present)."""
     doc = summarize(run_dir)
+    junit.rewrite(run_dir, json.loads((run_dir / "results.json").read_text()), doc)
     metadata_file = run_dir / product.METADATA_FILE
     metadata = yaml.safe_load(metadata_file.read_text()) if metadata_file.is_file() else None
     (run_dir / "PRODUCT.yaml").write_text(product.render(doc, (metadata or {}).get("metadata", metadata)))

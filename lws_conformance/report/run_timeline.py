@@ -24,6 +24,7 @@ class Entry:
     worker: str
     phases: dict[str, list[float]] = field(default_factory=dict)  # phase -> [start, stop]
     bringups: list[list[float]] = field(default_factory=list)  # [start, stop] of private clusters
+    location: str = ""  # file:line of the test function
 
     @property
     def start(self) -> float:
