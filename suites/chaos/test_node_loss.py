@@ -46,7 +46,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("node-loss")]
 # After a deleted node's worker is replaced, its group's leader must be gone within this (x
 # timeouts.scale): LWS deletes it on seeing the worker's deletion (group rebuilds take 0.2-0.35 s).
 REBUILD = 10.0
-# The groups whose worker's Node is deleted: lws#998 hit 4 of 43 such groups in sessions 7-8 (2 of
+# The groups whose worker's Node is deleted: lws#998 hit 4 of 43 such groups in 2026-12-01's runs (2 of
 # 7 at the worst), so with four the race alone leaves all four with probability < 1 % (one group:
 # a red run in up to ~3).
 DELETED = ("0", "3", "4", "5")

@@ -1,4 +1,5 @@
-"""Restart policies under pod faults (lws-behaviour.md §4.3; kueue-behaviour.md §3.7).
+"""Restart policies under pod faults (LWS pod_controller.go handleRestartPolicy@v0.9.0; Kueue
+pkg/controller/jobs/leaderworkerset@v0.17.0).
 
 Why: a multi-host inference or training group is useless with one member restarted alone (the
 collective is broken), so RecreateGroupOnPodRestart must rebuild the whole group, in place

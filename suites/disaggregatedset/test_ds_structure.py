@@ -21,7 +21,7 @@ from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenari
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
-# LWS main writes both status fields 0.03-0.04 s after its roles are Ready (4 runs, session 8,
+# LWS main writes both status fields 0.03-0.04 s after its roles are Ready (4 runs, 2026-12-01,
 # `status_after_roles_ready_s` in the report); v0.9.0 never writes them and pays this in full.
 STATUS_SECONDS = 5.0
 

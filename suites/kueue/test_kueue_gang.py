@@ -1,4 +1,4 @@
-"""Gang admission of LWS groups through Kueue (kueue-behaviour.md §3.4-§3.7).
+"""Gang admission of LWS groups through Kueue (pkg/controller/jobs/leaderworkerset@v0.17.0).
 
 Why this matters: an LWS group (leader + workers) is only useful whole. Kueue is what turns LWS into
 gang scheduling (kubernetes-sigs/lws#167): one Workload per group, quota reserved for the whole

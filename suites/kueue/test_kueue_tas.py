@@ -1,4 +1,4 @@
-"""Topology-aware co-location of LWS groups through Kueue TAS (kueue-behaviour.md §4).
+"""Topology-aware co-location of LWS groups through Kueue TAS (pkg/controller/tas@v0.17.0).
 
 Why this matters: multi-host inference and training put a leader and its workers on one fast
 network domain (a rack); a group spread over racks runs, but slowly, and a group split by a

@@ -1,4 +1,4 @@
-"""Rolling updates of a Kueue-managed LWS (kueue-behaviour.md §3.4, §3.7; regression kueue#8769).
+"""Rolling updates of a Kueue-managed LWS (pkg/controller/jobs/leaderworkerset@v0.17.0; regression kueue#8769).
 
 Why this matters: a rollout recreates every pod. Each recreated pod comes back behind the admission
 gate and must be released under its group's existing admission, or the rollout hangs (kueue#8769:
@@ -39,7 +39,8 @@ def _lws(name: str, cluster: ClusterHandle, replicas: int, size: int, max_surge:
 
 
 def _update_image(scenario: Scenario, name: str) -> None:
-    """Change only the image of every container (a change Kueue allows on a managed LWS, §3.3).
+    """Change only the image of every container (a change Kueue allows on a managed LWS:
+    validateImmutablePodTemplateSpec@v0.17.0).
 
     A merge patch replaces lists whole, so the current containers are sent back with the new image.
     """

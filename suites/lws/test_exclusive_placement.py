@@ -1,4 +1,4 @@
-"""Exclusive placement on the fake racks (lws-behaviour.md §3.3, §3.9).
+"""Exclusive placement on the fake racks (LWS pod_webhook.go SetExclusiveAffinities@v0.9.0).
 
 Why: `exclusive-topology` is how users give each model replica a whole rack (NVLink domain,
 TPU slice); a group split across racks, or two groups sharing one, silently ruins performance.

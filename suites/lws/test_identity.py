@@ -1,6 +1,7 @@
 """Naming and identity: the objects an LWS creates, their names, labels, owners, Services and env.
 
-Behaviour reference: lws-behaviour.md §3.1-3.8. Everything here is what users and tooling key on
+Upstream: LWS pkg/controllers, pod_webhook.go Default, pod_utils.go AddLWSVariables@v0.9.0.
+Everything here is what users and tooling key on
 (DNS names, label selectors, env vars read by the workload), so each check compares against the
 exact documented value, derived from the LWS name, namespace and group/worker ordinals.
 """
@@ -50,7 +51,7 @@ def _controller(obj: Obj) -> Obj:
 
 
 def group_key(namespace: str, leader: str) -> str:
-    """The documented group-key label value: sha1hex("<ns>/<L-i>") (§3.2)."""
+    """The documented group-key label value: sha1hex("<ns>/<L-i>") (pod_webhook.go genGroupUniqueKey@v0.9.0)."""
     return hashlib.sha1(f"{namespace}/{leader}".encode()).hexdigest()
 
 
@@ -127,7 +128,7 @@ def test_objects_are_named_from_the_lws_and_group_ordinals(scenario: Scenario, c
 
 @pytest.mark.requirement("LWS-NAME-002")
 def test_size_one_creates_no_worker_statefulset(scenario: Scenario) -> None:
-    """With size 1 a group is just its leader: no worker StatefulSet may ever be created (§2.1).
+    """With size 1 a group is just its leader: no worker StatefulSet may ever be created (pod_controller.go@v0.9.0).
 
     The LWS is first seen Available, then the StatefulSets are watched for a few seconds, because
     a late worker StatefulSet would be a violation that a single sample could miss.
@@ -168,7 +169,8 @@ def test_leader_uses_worker_template_without_leader_template(scenario: Scenario)
 # -- labels and annotations -------------------------------------------------------------------
 @pytest.mark.requirement("LWS-LABEL-001")
 def test_labels_and_annotations_follow_the_inventory(scenario: Scenario) -> None:
-    """Every label and annotation of §3.7 that a Shared LWS without subgroups carries, with its value.
+    """Every label and annotation key of leaderworkerset_types.go@v0.9.0 that a Shared LWS without
+    subgroups carries, with its value.
 
     Selectors, Services, HPA and Kueue all key on these, so the values are checked exactly:
     group-key is recomputed as sha1("<ns>/<L-i>") and the revision hash must agree everywhere.

@@ -1,4 +1,4 @@
-"""Self-healing, revisions and deletion (lws-behaviour.md §3.5, §3.6, §4.1, §4.7).
+"""Self-healing, revisions and deletion (LWS pkg/controllers, pkg/utils/revision/revision_utils.go@v0.9.0).
 
 Why: operators and chaos delete things by hand; LWS must rebuild what it owns (leader
 StatefulSet, shared Service, worker StatefulSets), keep exactly one ControllerRevision at rest,
@@ -121,9 +121,9 @@ def test_deleted_worker_statefulset_is_recreated(scenario: Scenario, restart: st
     The requirement's "owned by the same leader pod" is promised under the restart policies that
     leave a group alone when its pods go: None, and Default (deprecated, rewritten to None by the
     webhook, so a manifest still using it must behave the same). Under RecreateGroupOnPodRestart
-    and RecreateGroupAfterStart a deleted worker pod is a group-restart trigger (lws-behaviour.md
-    §4.3), so the worker pods the garbage collector deletes may recreate the whole group with a
-    new leader (v0.9.0's stale-StatefulSet check, #805, usually prevents it; lws#998 is the race):
+    and RecreateGroupAfterStart a deleted worker pod is a group-restart trigger (pod_controller.go
+    handleRestartPolicy@v0.9.0), so the worker pods the garbage collector deletes may recreate the whole group with a
+    new leader (v0.9.0's stale-StatefulSet check, lws#805, usually prevents it; lws#998 is the race):
     "the same leader pod" is not promised there, and the restart-policy suite covers them."""
     sc, name = scenario, "hw"
     pods = _up(sc, name, replicas=1, size=3, restart=restart)

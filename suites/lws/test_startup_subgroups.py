@@ -1,4 +1,4 @@
-"""Startup policy and subgroups (lws-behaviour.md §3.2-3.4, §3.10, §3.11).
+"""Startup policy and subgroups (LWS pod_controller.go Reconcile, pod_webhook.go getSubGroupIndex@v0.9.0).
 
 Why: LeaderReady exists so workers do not start before the leader they dial (#746); subgroup
 labels are what TPU slices and subgroup-exclusive placement key on, so a wrong index puts two
@@ -190,7 +190,7 @@ def test_leader_ready_waits_for_ready_not_for_scheduling(scenario: Scenario, uni
 
 
 def expected_subgroup(size: int, sgs: int, worker: int) -> int:
-    """Subgroup index of worker `worker` (1..size-1) in LWS v0.10.0 (§3.10, fixed by #918): the
+    """Subgroup index of worker `worker` (1..size-1) in LWS v0.10.0 (getSubGroupIndex, fixed by lws#918): the
     leader is the extra pod of subgroup 0 only when size-1 (and not size) divides by sgs."""
     if (size - 1) % sgs == 0 and size % sgs != 0:
         return (worker - 1) // sgs
@@ -260,7 +260,7 @@ def test_subgroup_labels_leader_worker(scenario: Scenario, size: int, sgs: int) 
 def test_subgroup_labels_leader_excluded(scenario: Scenario, lwsc_cluster: ClusterHandle, size: int, sgs: int) -> None:
     """LeaderExcluded: the leader carries no subgroup labels; workers are split by the formula.
 
-    With subGroupSize 1 the leader is in no subgroup, so v0.9.x's 0..n-2 is no collision; #918
+    With subGroupSize 1 the leader is in no subgroup, so v0.9.x's 0..n-2 is no collision; lws#918
     (v0.10.0) moved it to 1..n-1. Each version is held to its own documented numbering.
     """
     v010 = parse_version(lwsc_cluster.versions["lws"]) >= (0, 10, 0)

@@ -1,4 +1,4 @@
-"""LWS status, conditions and scaling (lws-behaviour.md §2.4, §4.2, §4.5).
+"""LWS status, conditions and scaling (leaderworkerset_controller.go updateStatus, updateConditions@v0.9.0).
 
 Why these matter: `kubectl get lws`, HPA and every rollout tool read `status` and the conditions,
 and HPA drives `/scale`. A count that lags, a condition that never flips or a scale-down that
@@ -90,7 +90,7 @@ def test_fresh_lws_is_progressing_then_available(scenario: Scenario, tmp_path: P
     avail, prog = _cond(lws, "Available"), _cond(lws, "Progressing")
     assert avail and avail["status"] == "True", lws["status"]
     assert (avail["reason"], avail["message"]) == ("AllGroupsReady", "All replicas are ready"), avail
-    # A flipped condition keeps its old reason and message (§4.5).
+    # A flipped condition keeps its old reason and message (setCondition@v0.9.0).
     assert prog and prog["status"] == "False", lws["status"]
     assert (prog["reason"], prog["message"]) == ("GroupsProgressing", "Replicas are progressing"), prog
     assert _cond(lws, "UpdateInProgress") is None, "UpdateInProgress must not be set on initial creation"

@@ -1,4 +1,4 @@
-"""LWS and Kueue at the size of a real GPU fleet (issue #18): 100 groups of 8 whole-node pods.
+"""LWS and Kueue at the size of a real GPU fleet: 100 groups of 8 whole-node pods.
 
 Why: the other suites prove each promise on a handful of groups. A production inference fleet
 runs a hundred multi-host replicas, each filling most of a rack; gang admission, rack placement,
