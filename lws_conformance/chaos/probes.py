@@ -5,6 +5,9 @@ no group partially running (some pods Ready, others missing or not), no group wh
 mixed template revisions. Probes wait up to `within` seconds for it (recovery takes time; a
 point-in-time probe right after a fault would only measure the controller's latency) and return
 True, or raise with the violations so the journal says what was wrong.
+
+Names alone cannot tell a kept group from one recreated under the same names: where a fault must
+leave the groups alone, `record_pods` (before the fault) and `pods_kept` (after it) compare UIDs.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from kubernetes import client
 from ..errors import WaitTimeout
 from ..k8s import predicates as P
 from ..k8s.client import api_client, to_dict
-from ..k8s.wait import wait_for
+from ..k8s.wait import observe, wait_for
 from ..providers import process
 from . import safety
 from .actions import LWS_PREFIX, Configuration, group_selector, kubeconfig_of, last_fault, namespace_of
@@ -26,6 +29,8 @@ from .actions import LWS_PREFIX, Configuration, group_selector, kubeconfig_of, l
 Obj = dict[str, Any]
 Check = Callable[[Obj, list[Obj]], list[str]]
 REVISION = LWS_PREFIX + "template-revision-hash"
+# (namespace, LWS name) -> {"uid": the LWS's UID, "pods": pod name -> UID}, set by record_pods
+_RECORDED: dict[tuple[str, str], dict[str, Any]] = {}
 
 
 def _shape(lws: Obj) -> tuple[str, int, int]:
@@ -240,5 +245,72 @@ def pod_uids(lws: str, namespace: str | None = None, configuration: Configuratio
             for p in client.CoreV1Api(api).list_namespaced_pod(ns, label_selector=group_selector(lws)).items
         ]
         return {p["metadata"]["name"]: p["metadata"]["uid"] for p in P.live(pods)}
+    finally:
+        api.close()
+
+
+def _lws_uid(api: client.ApiClient, ns: str, lws: str) -> str:
+    obj = to_dict(
+        api,
+        client.CustomObjectsApi(api).get_namespaced_custom_object(
+            "leaderworkerset.x-k8s.io", "v1", ns, "leaderworkersets", lws
+        ),
+    )
+    return str(obj["metadata"]["uid"])
+
+
+def record_pods(lws: str, namespace: str | None = None, configuration: Configuration = None) -> dict[str, str]:
+    """Remember the LWS's UID and its live pods' name -> UID, for `pods_kept`; returns the pods'."""
+    api = api_client(kubeconfig_of(configuration))
+    try:
+        ns = namespace_of(configuration, namespace)
+        assert ns, "no namespace: set configuration.namespace or LWSC_NAMESPACE"
+        pods = pod_uids(lws, ns, configuration)
+        assert pods, f"LWS {ns}/{lws} has no live pods to record"
+        _RECORDED[(ns, lws)] = {"uid": _lws_uid(api, ns, lws), "pods": pods}
+        return pods
+    finally:
+        api.close()
+
+
+def kept_violations(recorded: dict[str, str], pods: list[Obj]) -> list[str]:
+    """How `pods` (every pod of the LWS, live or being deleted) differ from the recorded name -> UID:
+    a recorded pod gone, replaced under its name (another UID) or being deleted, a pod not recorded."""
+    now = {p["metadata"]["name"]: p for p in pods}
+    out = [f"pod {n} is gone" for n in sorted(set(recorded) - set(now))]
+    for name in sorted(set(recorded) & set(now)):
+        meta = now[name]["metadata"]
+        if meta["uid"] != recorded[name]:
+            out.append(f"pod {name} was recreated under its name (uid {recorded[name]} -> {meta['uid']})")
+        elif meta.get("deletionTimestamp"):
+            out.append(f"pod {name} is being deleted")
+    out += [f"pod {n} was not there before" for n in sorted(set(now) - set(recorded))]
+    return out
+
+
+def pods_kept(
+    lws: str, within: float = 30, namespace: str | None = None, configuration: Configuration = None
+) -> dict[str, str]:
+    """For `within` seconds (a watch: every change is checked, not a final sample) the pods recorded
+    by `record_pods` stay exactly those, each with its UID, none being deleted, and the LWS keeps
+    its UID. Returns the pods' name -> UID; raises AssertionError naming the first change seen."""
+    api = api_client(kubeconfig_of(configuration))
+    try:
+        ns = namespace_of(configuration, namespace)
+        assert ns, "no namespace: set configuration.namespace or LWSC_NAMESPACE"
+        recorded = _RECORDED.get((ns, lws))
+        assert recorded, f"record_pods was not run for LWS {ns}/{lws} before the fault"
+        changed = observe(
+            api,
+            client.CoreV1Api(api).list_namespaced_pod,
+            lambda pods: "; ".join(kept_violations(recorded["pods"], pods)),
+            duration=float(within),
+            namespace=ns,
+            label_selector=group_selector(lws),
+        )
+        assert not changed, f"LWS {ns}/{lws}: the groups were not left alone: {changed}"
+        uid = _lws_uid(api, ns, lws)
+        assert uid == recorded["uid"], f"LWS {ns}/{lws} was recreated (uid {recorded['uid']} -> {uid})"
+        return dict(recorded["pods"])
     finally:
         api.close()

@@ -258,10 +258,22 @@ def test_kueue_outage_delays_but_does_not_break_a_group_restart(
 def test_apiserver_restart_leaves_controllers_and_groups_running(
     private_scenario: Scenario, request: pytest.FixtureRequest, run_id: str
 ) -> None:
-    private_scenario.create(_lws())
-    journal = _run(private_scenario, "apiserver-restart", request, run_id)
+    """The groups are left alone: the same pods (by UID, not only by name) before and after, the
+    LWS itself not recreated; the experiment's pods-kept probe watches the 30 s after the restart."""
+    sc = private_scenario
+    sc.create(_lws())
+    cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace}
+    assert probes.seconds_until_steady("chaos", 60, configuration=cfg) >= 0
+    before, lws_uid = probes.pod_uids("chaos", configuration=cfg), sc.lws("chaos")["metadata"]["uid"]
+    journal = _run(sc, "apiserver-restart", request, run_id)
     restart = runner.outputs(journal)["restart-apiserver"]
     assert restart["components_down_after_restart"] == [], restart
+    after = probes.pod_uids("chaos", configuration=cfg)
+    changed = {
+        n: (before.get(n), after.get(n)) for n in sorted(set(before) | set(after)) if before.get(n) != after.get(n)
+    }
+    assert not changed, f"pods recreated or gone across the API server restart (name: (uid before, after)): {changed}"
+    assert sc.lws("chaos")["metadata"]["uid"] == lws_uid, "the LWS was recreated across the API server restart"
 
 
 @PRIVATE

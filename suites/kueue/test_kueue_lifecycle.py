@@ -1,6 +1,6 @@
 """Kueue-managed LWS beyond plain admission: priority changes, deactivation, restart policy None,
 quick scale up/down, unequal leader/worker requests, size-1 groups, LeaderReady startup and a
-percentage maxSurge (kueue-behaviour.md §3; Kueue's own e2e test/e2e/singlecluster/
+percentage maxSurge (Kueue pkg/controller/jobs/leaderworkerset; Kueue's own e2e test/e2e/singlecluster/
 leaderworkerset_test.go covers each of these at v0.17.0).
 
 Why this matters: these are the day-2 operations of a gang-scheduled LWS. A priority bump that
@@ -103,7 +103,8 @@ def test_deactivated_workload_evicts_its_whole_group_and_is_kept(
 ) -> None:
     """Two running groups; group 0's Workload gets spec.active=false: every pod of group 0 is held
     again behind the gate, group 1 is untouched, the Workload is Evicted (reason Deactivated) and
-    stays; reactivating it brings the group back whole."""
+    stays (the same object: its UID, not only its name); reactivating it brings the group back
+    whole, admitted again under that same Workload."""
     replicas, size = 2, 3
     K.plain_queue(scenario, unique, _quota(lwsc_cluster, replicas * size))
     scenario.create(_lws("da", lwsc_cluster, replicas, size))
@@ -112,7 +113,7 @@ def test_deactivated_workload_evicts_its_whole_group_and_is_kept(
     )
     uid = K.lws_uid(scenario, "da")
     wl = workloads.lws_workload_name("da", uid, 0)
-    K.wait_workloads(scenario, uid, _wl_named(wl, K.admitted), f"{wl} Admitted")
+    wl_uid = K.wait_workloads(scenario, uid, _wl_named(wl, K.admitted), f"{wl} Admitted")["metadata"]["uid"]
 
     _patch_workload(scenario, wl, {"spec": {"active": False}})
     with claim("KUEUE-DEACT-001"):
@@ -135,10 +136,14 @@ def test_deactivated_workload_evicts_its_whole_group_and_is_kept(
         assert wl in still and still[wl]["spec"].get("active") is False, (
             f"deactivated Workload {wl} was deleted or reactivated: present={wl in still}"
         )
+        got = still[wl]["metadata"]["uid"]
+        assert got == wl_uid, f"deactivated Workload {wl} was recreated under its name (uid {wl_uid} -> {got})"
         _patch_workload(scenario, wl, {"spec": {"active": True}})
         scenario.wait_pods(
             K.all_ready(replicas, size), "group 0 back whole after reactivation", selector=K.selector("da")
         )
+        back = K.wait_workloads(scenario, uid, _wl_named(wl, K.admitted), f"{wl} Admitted again")["metadata"]["uid"]
+        assert back == wl_uid, f"group 0 came back under another Workload {wl} (uid {wl_uid} -> {back})"
 
 
 def _evicted_deactivated(wl: Obj) -> bool:
