@@ -18,3 +18,25 @@ def sigint_is_ctrl_c() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+# A conftest for pytester runs of the plugin: the cluster fixture replaced by a handle with fixed
+# versions (LWS v0.9.0, Kueue v0.17.0); nothing else is faked.
+FIXED_HANDLE = """
+import pytest
+from pathlib import Path
+from lws_conformance.profile import load_profile
+from lws_conformance.providers.base import ClusterHandle
+
+@pytest.fixture(scope="session")
+def lwsc_cluster():
+    return ClusterHandle("local", Path("/nonexistent"), {"lws": "v0.9.0", "kueue": "v0.17.0"},
+                         load_profile("default", []).topology, "default", "tas-flavor")
+"""
+
+
+@pytest.fixture
+def plugin_pytester(pytester: pytest.Pytester) -> pytest.Pytester:
+    """`pytester` whose runs see a cluster handle with fixed versions (FIXED_HANDLE)."""
+    pytester.makeconftest(FIXED_HANDLE)
+    return pytester

@@ -11,18 +11,6 @@ import pytest
 
 from lws_conformance.cli import _exit_code
 
-CONFTEST = '''
-import pytest
-from pathlib import Path
-from lws_conformance.profile import load_profile
-from lws_conformance.providers.base import ClusterHandle
-
-@pytest.fixture(scope="session")
-def lwsc_cluster():
-    return ClusterHandle("local", Path("/nonexistent"), {"lws": "v0.9.0", "kueue": "v0.17.0"},
-                         load_profile("default", []).topology, "default", "tas-flavor")
-'''
-
 PAIRING = (
     "invariant 'condition-pairing' violated at event #3 (seq 3, t=1.000s, MODIFIED LeaderWorkerSet/x): "
     "UpdateInProgress=True without Progressing=True: {'Progressing': 'False'}; lasted 1 status write(s), "
@@ -79,7 +67,6 @@ def test_needs_fixture(private_thing):
 
 
 def _run(pytester: pytest.Pytester, *args: str, **files: str) -> tuple[pytest.RunResult, dict[str, dict[str, Any]]]:
-    pytester.makeconftest(CONFTEST)
     pytester.makepyfile(**files)
     out = pytester.path / "report"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0", "--lwsc-run-id=t1",
@@ -88,6 +75,7 @@ def _run(pytester: pytest.Pytester, *args: str, **files: str) -> tuple[pytest.Ru
     return result, {r["id"]: r for r in doc["requirements"]}
 
 
+@pytest.mark.usefixtures("plugin_pytester")
 def test_known_deviation_and_should_warning_make_an_xfail_and_exit_0(pytester: pytest.Pytester) -> None:
     result, rows = _run(pytester, test_a=TESTS)
     result.assert_outcomes(passed=1, xfailed=1)
@@ -105,6 +93,7 @@ def test_known_deviation_and_should_warning_make_an_xfail_and_exit_0(pytester: p
     assert _exit_code(0, pytester.path / "report") == 0
 
 
+@pytest.mark.usefixtures("plugin_pytester")
 def test_a_different_symptom_is_a_failure_and_exit_1(pytester: pytest.Pytester) -> None:
     result, rows = _run(pytester, test_b=MUST_FAILS)
     result.assert_outcomes(failed=1)
@@ -113,6 +102,7 @@ def test_a_different_symptom_is_a_failure_and_exit_1(pytester: pytest.Pytester) 
     assert _exit_code(1, pytester.path / "report") == 1
 
 
+@pytest.mark.usefixtures("plugin_pytester")
 def test_a_setup_error_is_error_never_not_run_and_exit_3(pytester: pytest.Pytester) -> None:
     result, rows = _run(pytester, test_c=BROKEN_FIXTURE)
     result.assert_outcomes(errors=1)
@@ -146,6 +136,7 @@ def test_a_node_that_never_returns(claim, second):
 '''
 
 
+@pytest.mark.usefixtures("plugin_pytester")
 def test_a_second_failure_after_a_matched_deviation_reads_failed(pytester: pytest.Pytester) -> None:
     """The node-loss test claims CHAOS-NODE-001 several times: every failure counts."""
     _result, rows = _run(pytester, test_n=NODE_LOSS)
@@ -155,6 +146,7 @@ def test_a_second_failure_after_a_matched_deviation_reads_failed(pytester: pytes
     assert _exit_code(1, pytester.path / "report") == 1
 
 
+@pytest.mark.usefixtures("plugin_pytester")
 def test_must_known_deviations_only_exit_4_unless_accepted(pytester: pytest.Pytester) -> None:
     only = NODE_LOSS.replace('["none", "race", "other", "several"]', '["none", "race"]')
     result, rows = _run(pytester, test_n=only)
@@ -183,6 +175,7 @@ def test_needs_multikueue():
 '''
 
 
+@pytest.mark.usefixtures("plugin_pytester")
 def test_a_skip_is_not_run_whatever_its_text_says_and_fails_certify(pytester: pytest.Pytester) -> None:
     """not-applicable comes from the catalogue's version rule only, never from a skip reason."""
     _result, rows = _run(pytester, test_s=PROFILE_SKIP)
@@ -213,6 +206,7 @@ def test_a_webhook_refuses():
 '''
 
 
+@pytest.mark.usefixtures("plugin_pytester")
 def test_an_rbac_403_is_error_and_a_webhook_403_a_verdict(pytester: pytest.Pytester) -> None:
     """The harness's credentials lacking a permission (a vendor's least-privilege ServiceAccount)
     is infrastructure; a webhook refusing an object is LWS or Kueue answering."""
@@ -232,6 +226,7 @@ def test_fails_after_its_claim(claim):
 '''
 
 
+@pytest.mark.usefixtures("plugin_pytester")
 def test_a_failure_outside_every_claim_never_leaves_a_claimed_requirement_passed(pytester: pytest.Pytester) -> None:
     _result, rows = _run(pytester, test_o=OUTSIDE)
     row = rows["ROLL-SURGE-001"]

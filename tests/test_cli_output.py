@@ -28,9 +28,9 @@ def test_colour_only_on_a_terminal_without_no_color(monkeypatch: pytest.MonkeyPa
     assert cli._paint("x", "31") == "x"
 
 
-def test_discover_output_json_prints_the_proposal_as_json(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def one_node_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lwsc discover` against a cluster of one node, without an API server."""
     node = {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
             "status": {"capacity": {"cpu": "8"}, "allocatable": {"cpu": "8"}}}
     monkeypatch.setattr(cli, "_api_for", lambda args: (Path("/k"), None, {}))
@@ -39,24 +39,21 @@ def test_discover_output_json_prints_the_proposal_as_json(
         list_node=lambda: types.SimpleNamespace(items=[node])))
     monkeypatch.setattr(cli, "to_dict", lambda api, n: n)
     monkeypatch.setattr(cli.preflight, "detect", lambda api, c, known: types.SimpleNamespace(version=None))
+
+
+@pytest.mark.usefixtures("one_node_cluster")
+def test_discover_output_json_prints_the_proposal_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     args = cli.parser().parse_args(["discover", "--output", "json"])
     assert cli.cmd_discover(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["nodes_seen"] == 1 and isinstance(doc["profile"], dict)
 
 
+@pytest.mark.usefixtures("one_node_cluster")
 def test_discover_output_yaml_prints_to_stdout_and_writes_no_file_named_yaml(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    node = {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
-            "status": {"capacity": {"cpu": "8"}, "allocatable": {"cpu": "8"}}}
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cli, "_api_for", lambda args: (Path("/k"), None, {}))
-    monkeypatch.setattr(cli, "api_client", lambda *a: types.SimpleNamespace(close=lambda: None))
-    monkeypatch.setattr(cli.client, "CoreV1Api", lambda api: types.SimpleNamespace(
-        list_node=lambda: types.SimpleNamespace(items=[node])))
-    monkeypatch.setattr(cli, "to_dict", lambda api, n: n)
-    monkeypatch.setattr(cli.preflight, "detect", lambda api, c, known: types.SimpleNamespace(version=None))
     assert cli.cmd_discover(cli.parser().parse_args(["discover", "-o", "yaml"])) == 0
     assert "topology:" in capsys.readouterr().out and not (tmp_path / "yaml").exists()
 

@@ -10,18 +10,6 @@ import pytest
 
 from lws_conformance.report import render
 
-CONFTEST = '''
-import pytest
-from pathlib import Path
-from lws_conformance.profile import load_profile
-from lws_conformance.providers.base import ClusterHandle
-
-@pytest.fixture(scope="session")
-def lwsc_cluster():
-    return ClusterHandle("local", Path("/nonexistent"), {"lws": "v0.9.0", "kueue": "v0.17.0"},
-                         load_profile("default", []).topology, "default", "tas-flavor")
-'''
-
 LWS = '''
 import pytest
 
@@ -44,8 +32,8 @@ def test_warning_only(claim):
 '''
 
 
+@pytest.mark.usefixtures("plugin_pytester")
 def test_junit_names_suites_and_requirements_and_shows_the_verdicts(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(CONFTEST)
     suites = pytester.mkpydir("suites")
     (suites / "lws").mkdir()
     (suites / "lws" / "test_j.py").write_text(LWS)

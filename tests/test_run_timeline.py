@@ -39,17 +39,6 @@ def test_nothing_recorded_is_an_empty_timeline() -> None:
     assert "<svg" in svg(summarize([]))
 
 
-CONFTEST = '''
-import pytest
-from pathlib import Path
-from lws_conformance.profile import load_profile
-from lws_conformance.providers.base import ClusterHandle
-
-@pytest.fixture(scope="session")
-def lwsc_cluster():
-    return ClusterHandle("local", Path("/nonexistent"), {"lws": "v0.9.0", "kueue": "v0.17.0"},
-                         load_profile("default", []).topology, "default", "tas-flavor")
-'''
 
 TESTS = '''
 import pytest
@@ -63,8 +52,8 @@ def test_two_without_requirements():
 '''
 
 
+@pytest.mark.usefixtures("plugin_pytester")
 def test_a_run_under_xdist_records_every_test_on_its_worker(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_t=TESTS)
     out = pytester.path / "report"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--lwsc-run-id=t1",

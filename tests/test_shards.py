@@ -32,17 +32,6 @@ def test_a_bad_shard_is_one_line() -> None:
             shards.parse(bad)
 
 
-CONFTEST = '''
-import pytest
-from pathlib import Path
-from lws_conformance.profile import load_profile
-from lws_conformance.providers.base import ClusterHandle
-
-@pytest.fixture(scope="session")
-def lwsc_cluster():
-    return ClusterHandle("local", Path("/nonexistent"), {"lws": "v0.9.0", "kueue": "v0.17.0"},
-                         load_profile("default", []).topology, "default", "tas-flavor")
-'''
 
 TESTS = '''
 import pytest
@@ -70,8 +59,8 @@ def _run(pytester: pytest.Pytester, out: Path, *args: str) -> dict[str, str]:
             if r["verdict"] != "not-run"}
 
 
+@pytest.mark.usefixtures("plugin_pytester")
 def test_shards_merged_read_as_the_unsharded_run(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_s=TESTS)
     whole = _run(pytester, tmp_path / "whole")
     parts = [tmp_path / f"shard{k}" for k in (1, 2, 3)]
