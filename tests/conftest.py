@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import signal
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +42,15 @@ def plugin_pytester(pytester: pytest.Pytester) -> pytest.Pytester:
     """`pytester` whose runs see a cluster handle with fixed versions (FIXED_HANDLE)."""
     pytester.makeconftest(FIXED_HANDLE)
     return pytester
+
+
+def repo_files() -> list[str]:
+    """The project's files as git sees them: tracked, and new ones not ignored (sorted names)."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return sorted(set(filter(None, out.split("\0"))))

@@ -14,10 +14,11 @@ is not prose and is skipped.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import repo_files
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT_SUFFIXES = {".md", ".py", ".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".txt"}
@@ -46,15 +47,8 @@ COLOUR = re.compile(r"(?<=[\"'])#(?:[0-9a-fA-F]{3}){1,2}(?=[\"'])")
 
 
 def _files() -> list[Path]:
-    out = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
     files = []
-    for name in sorted(set(filter(None, out.split("\0")))):
+    for name in repo_files():
         path = ROOT / name
         if RECORDINGS.match(name) or name == SELF or not path.is_file():
             continue

@@ -14,12 +14,13 @@ benchmarks/results are text the harness wrote from the catalogue, so they follow
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
 import yaml
+
+from tests.conftest import repo_files
 
 ROOT = Path(__file__).resolve().parent.parent
 SELF = "tests/test_no_outside_references.py"
@@ -37,14 +38,7 @@ PATTERN = re.compile("|".join(re.escape(s) for s in (*OUTSIDE_DIRS, *NOTES)))
 
 
 def _files() -> list[str]:
-    out = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return sorted(n for n in set(filter(None, out.split("\0"))) if n != SELF and (ROOT / n).is_file())
+    return [n for n in repo_files() if n != SELF and (ROOT / n).is_file()]
 
 
 def hits(text: str) -> list[str]:
