@@ -16,6 +16,7 @@ from kubernetes.stream import stream
 from . import images, incluster, provenance
 from .errors import UserError
 from .k8s.client import api_client
+from .providers import existing
 from .providers.components import state_root
 from .report import archive
 
@@ -66,7 +67,13 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     """Copy the newest results archive out of the Job's pod (base64 over exec), then verify it."""
     if not args.kubeconfig:
         raise UserError("give --kubeconfig PATH (or set KUBECONFIG with --provider existing) of the cluster")
-    api = api_client(Path(args.kubeconfig).expanduser(), args.context)
+    kubeconfig = Path(args.kubeconfig).expanduser()
+    if not kubeconfig.is_file():
+        raise UserError(f"kubeconfig {kubeconfig} does not exist; pass --kubeconfig PATH")
+    t = existing.target(kubeconfig, args.context)  # a wrong context is one line, not a traceback
+    print(f"cluster: {t}", file=sys.stderr)
+    existing.reachable(t)
+    api = api_client(kubeconfig, args.context)
     try:
         core = client.CoreV1Api(api)
         pod = _pod(core, args.namespace)

@@ -161,6 +161,6 @@ def test_cluster_commands_act_on_the_cluster_kubeconfig_names_and_say_which(
 
 def test_a_wrong_context_is_one_line(state: dict[str, str], tmp_path: Path) -> None:
     kc = _kubeconfig(tmp_path, "https://127.0.0.1:1")
-    for cmd in (["preflight"], ["discover"], ["cleanup", "--all"]):
+    for cmd in (["preflight"], ["discover"], ["cleanup", "--all"], ["retrieve"]):
         proc = lwsc(*cmd, "--kubeconfig", str(kc), "--context", "nope", env=state)
         assert_one_line_error(proc, "context 'nope' not in", "it has: other")
