@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import catalogue
+from . import catalogue, gitsource
 from .errors import UserError
 
 Progress = Callable[[str], None]
@@ -91,10 +91,11 @@ def pr_number(subject: str) -> str | None:
 
 
 def _git(repo: Path, *args: str, check: bool = True) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise UserError(f"git {' '.join(args)} in {repo}: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
-    return proc.stdout.strip()
+    """`gitsource.git`, a failure being one line for the user."""
+    try:
+        return gitsource.git(repo, *args, check=check)
+    except subprocess.CalledProcessError as exc:
+        raise UserError(f"git {' '.join(args)} in {repo}: {(exc.stderr or exc.stdout).strip()[-300:]}") from None
 
 
 @dataclass(frozen=True)
@@ -119,15 +120,9 @@ class Plan:
             raise UserError(f"--tries must be at least 1, got {self.tries}")
         if not self.requirements and not self.focus:
             raise UserError("name what to check: --requirement ID [ID ...] and/or --focus EXPR")
-        if not (self.git / "HEAD").is_file() and not (self.git / ".git").exists():
+        if not gitsource.is_git(self.git):
             raise UserError(f"--git {self.git} is not a git repository; pass the {self.component} repository")
-        commits = []
-        for flag, ref in (("--good", self.good), ("--bad", self.bad)):
-            sha = _git(self.git, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
-            if not sha:
-                raise UserError(f"{flag} {ref!r} is not a commit, tag or branch of {self.git}")
-            commits.append(sha)
-        good, bad = commits
+        good, bad = gitsource.commit_of(self.git, self.good, "--good"), gitsource.commit_of(self.git, self.bad, "--bad")
         if subprocess.run(["git", "-C", str(self.git), "merge-base", "--is-ancestor", good, bad]).returncode:
             raise UserError(f"--good {self.good} is not an ancestor of --bad {self.bad}")
         return good, bad

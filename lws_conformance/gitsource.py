@@ -41,7 +41,8 @@ class Resolved:
     commit: str | None = None
 
 
-def _git(repo: Path, *args: str, check: bool = True) -> str:
+def git(repo: Path, *args: str, check: bool = True) -> str:
+    """`git -C repo ARGS`'s stripped output ("" when it failed and `check` is off)."""
     proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
     if check and proc.returncode != 0:
         raise subprocess.CalledProcessError(proc.returncode, args, proc.stdout, proc.stderr)
@@ -53,9 +54,9 @@ def is_git(path: Path) -> bool:
     some other checkout is not described by that checkout's history."""
     if not path.is_dir():
         return False
-    if _git(path, "rev-parse", "--is-bare-repository", check=False) == "true":
-        return Path(_git(path, "rev-parse", "--absolute-git-dir")).resolve() == path.resolve()
-    top = _git(path, "rev-parse", "--show-toplevel", check=False)
+    if git(path, "rev-parse", "--is-bare-repository", check=False) == "true":
+        return Path(git(path, "rev-parse", "--absolute-git-dir")).resolve() == path.resolve()
+    top = git(path, "rev-parse", "--show-toplevel", check=False)
     return bool(top) and Path(top).resolve() == path.resolve()
 
 
@@ -68,7 +69,7 @@ def split(spec: str) -> tuple[Path, str | None]:
 
 
 def commit_of(repo: Path, ref: str, key: str) -> str:
-    sha = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    sha = git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
     if not sha:
         raise UserError(f"{key}: '{ref}' is not a tag, branch or commit of {repo}; list them with git -C {repo} tag")
     return sha
@@ -76,18 +77,18 @@ def commit_of(repo: Path, ref: str, key: str) -> str:
 
 def version_at(repo: Path, commit: str, ref: str | None) -> str:
     """The tag at `commit`, else `<ancestor tag>+<branch|commit>@<short sha>`."""
-    tags = _git(repo, "tag", "--points-at", commit, check=False).split()
+    tags = git(repo, "tag", "--points-at", commit, check=False).split()
     if ref in tags and TAG.match(ref or ""):
         return str(ref)
     releases = sorted((t for t in tags if RELEASE.match(t)), key=_key)
     if releases:
         return releases[-1]
-    base = _git(repo, "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", commit, check=False)
+    base = git(repo, "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", commit, check=False)
     if not TAG.match(base):
         base = "v0.0.0"
-    short = _git(repo, "rev-parse", "--short=7", commit)
+    short = git(repo, "rev-parse", "--short=7", commit)
     name = ref if ref and _is_branch(repo, ref) else "commit"
-    after = _git(repo, "rev-list", "--count", "--first-parent", f"{base}..{commit}", check=False) or "0"
+    after = git(repo, "rev-list", "--count", "--first-parent", f"{base}..{commit}", check=False) or "0"
     return f"{base}+{re.sub(r'[^0-9A-Za-z-]', '-', name)}.{after}@{short}"
 
 
@@ -97,7 +98,7 @@ def _key(tag: str) -> tuple[int, ...]:
 
 def _is_branch(repo: Path, ref: str) -> bool:
     return any(
-        _git(repo, "rev-parse", "--verify", "--quiet", f"{prefix}{ref}", check=False)
+        git(repo, "rev-parse", "--verify", "--quiet", f"{prefix}{ref}", check=False)
         for prefix in ("refs/heads/", "refs/remotes/origin/")
     )
 
@@ -115,7 +116,7 @@ def export(repo: Path, commit: str, component: str, version: str) -> Path:
     out = cache_root() / "src" / f"{component}-{commit[:12]}"
     if out.is_dir():
         return out
-    listing = _git(repo, "ls-tree", "-r", "-z", "--format=%(objecttype) %(objectname) %(path)", commit)
+    listing = git(repo, "ls-tree", "-r", "-z", "--format=%(objecttype) %(objectname) %(path)", commit)
     blobs = [e.split(" ", 2) for e in listing.split("\0") if e.startswith("blob ")]
     check = subprocess.run(
         ["git", "-C", str(repo), "cat-file", "--batch-check"],
@@ -145,12 +146,12 @@ def describe_tree(path: Path) -> str | None:
     """A git work tree's version from HEAD (`-dirty` if files differ); None outside git."""
     if not is_git(path):
         return None
-    head = _git(path, "rev-parse", "HEAD", check=False)
+    head = git(path, "rev-parse", "HEAD", check=False)
     if not head:
         return None
-    branch = _git(path, "rev-parse", "--abbrev-ref", "HEAD", check=False)
+    branch = git(path, "rev-parse", "--abbrev-ref", "HEAD", check=False)
     version = version_at(path, head, branch if branch and branch != "HEAD" else None)
-    dirty = _git(path, "status", "--porcelain", "--untracked-files=no", check=False)
+    dirty = git(path, "status", "--porcelain", "--untracked-files=no", check=False)
     return f"{version}{'.dirty' if '+' in version else '+dirty'}" if dirty else version
 
 
@@ -172,7 +173,7 @@ def resolve(component: str, spec: str, declared: str, explicit: bool) -> Resolve
         return Resolved(path.resolve(), version, commit or None)
     described = describe_tree(path)
     if described:
-        return Resolved(path.resolve(), described, _git(path, "rev-parse", "HEAD", check=False) or None)
+        return Resolved(path.resolve(), described, git(path, "rev-parse", "HEAD", check=False) or None)
     cached = MODULE_DIR.match(path.resolve().name)
     if cached and not explicit:
         return Resolved(path.resolve(), cached.group(1))  # a Go module cache directory: module@vX.Y.Z

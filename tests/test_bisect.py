@@ -129,7 +129,7 @@ def test_fixed_mode_finds_where_it_starts_to_hold(tmp_path: Path) -> None:
 def test_bad_input_is_one_line_before_any_build(tmp_path: Path) -> None:
     repo = _repo(tmp_path, 3)
     for kw, needle in (
-        ({"good": "v9"}, "--good 'v9' is not a commit"),
+        ({"good": "v9"}, "--good: 'v9' is not a tag, branch or commit"),
         ({"good": "main", "bad": "v0.1.0"}, "is not an ancestor"),
         ({"tries": 0}, "--tries must be at least 1"),
         ({"requirements": [], "focus": ""}, "name what to check"),
