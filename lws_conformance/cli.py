@@ -212,23 +212,25 @@ def _selection(args: argparse.Namespace) -> list[str]:
     return ["-k", " and ".join(parts)] if parts else []
 
 
-def _exit_code(pytest_rc: int, run_dir: Path) -> int:
-    """The run's exit code: the conclusion summary.json records (`report.conclusion`: 0, 1, 3, 4);
-    3 also when there is no summary, or pytest failed without a requirement saying why."""
+def _conclusion(pytest_rc: int, run_dir: Path) -> tuple[int, str]:
+    """(exit code, line) the run's summary.json concludes (`report.conclusion`: 0, 1, 3, 4); 3
+    also when there is no summary, or pytest failed without a requirement saying why."""
     summary_file = run_dir / "summary.json"
     if not summary_file.is_file():
-        return 3
-    code = int(json.loads(summary_file.read_text()).get("conclusion", {}).get("code", 3))
+        return 3, "inconclusive: the run wrote no summary.json"
+    end = json.loads(summary_file.read_text()).get("conclusion", {})
+    code, line = int(end.get("code", 3)), str(end.get("line", ""))
     if code == 0 and pytest_rc != 0:
-        return 3
-    return code
+        return 3, f"inconclusive: pytest exited {pytest_rc} with no requirement failing"
+    return code, line
 
 
-def _conclusion_line(run_dir: Path) -> str:
-    summary_file = run_dir / "summary.json"
-    if not summary_file.is_file():
-        return "inconclusive: the run wrote no summary.json"
-    return str(json.loads(summary_file.read_text()).get("conclusion", {}).get("line", ""))
+def _exit_code(pytest_rc: int, run_dir: Path) -> int:
+    return _conclusion(pytest_rc, run_dir)[0]
+
+
+def _say_conclusion(code: int, line: str) -> None:
+    _progress(_paint(line, "1;32" if code == 0 else "1;31"))
 
 
 def _default_reports() -> str:
@@ -307,10 +309,7 @@ def _check_run_input(args: argparse.Namespace) -> None:
         shards.parse(args.shard)
         if args.certify:
             raise UserError("--certify runs every requirement in one run; drop --shard (or merge shards for gating)")
-    if args.product_metadata and not Path(args.product_metadata).expanduser().is_file():
-        raise UserError(
-            f"--product-metadata {args.product_metadata} does not exist; give a YAML file of PRODUCT.yaml metadata keys"
-        )
+    cli_certify.product_metadata(args)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -351,9 +350,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if (out / "results.json").is_file():
         cli_certify.keep_product_metadata(args, out)
         render.render(out, bincache.cache_root() / "node")
-    code = _exit_code(rc, out)
+    code, line = _conclusion(rc, out)
     _progress(f"results archive: {cli_certify.write_archive(out)} (check it with `lwsc verify`)")
-    _progress(_paint(_conclusion_line(out), "1;32" if code == 0 else "1;31"))
+    _say_conclusion(code, line)
     _progress(f"done: {out / 'summary.md'} " + _paint(f"(exit {code})", "1;32" if code == 0 else "1;31"))
     return code
 
@@ -582,13 +581,13 @@ def _merge_report(args: argparse.Namespace) -> int:
     (out / "results.json").write_text(json.dumps(doc, indent=2))
     merge.junit(dirs, out)
     merge.logs(dirs, out)
-    summary_doc = render.render(out, bincache.cache_root() / "node")
+    render.render(out, bincache.cache_root() / "node")
     _progress(f"merged {len(dirs)} run directories ({len(doc['results'])} tests) into {out}")
     _progress(f"results archive: {cli_certify.write_archive(out)} (check it with `lwsc verify`)")
-    end = summary_doc.get("conclusion", {})
-    _progress(_paint(str(end.get("line", "")), "1;32" if end.get("code") == 0 else "1;31"))
+    code, line = _conclusion(0, out)
+    _say_conclusion(code, line)
     print(out / "summary.md")
-    return int(end.get("code", 3))
+    return code
 
 
 def cmd_chaos_target(args: argparse.Namespace) -> int:

@@ -24,15 +24,22 @@ def write_archive(run_dir: Path) -> Path:
     return archive.write(run_dir, run_dir.parent / f"{run_dir.name}.tar.gz", provenance.harness())
 
 
-def keep_product_metadata(args: argparse.Namespace, run_dir: Path) -> None:
-    """Copy --product-metadata into the run directory, where PRODUCT.yaml rendering reads it."""
+def product_metadata(args: argparse.Namespace) -> Path | None:
+    """--product-metadata's file, or None; one line naming the fix when it does not exist."""
     src = getattr(args, "product_metadata", None)
     if not src:
-        return
+        return None
     path = Path(src).expanduser()
     if not path.is_file():
         raise UserError(f"--product-metadata {path} does not exist; give a YAML file of PRODUCT.yaml metadata keys")
-    shutil.copyfile(path, run_dir / product.METADATA_FILE)
+    return path
+
+
+def keep_product_metadata(args: argparse.Namespace, run_dir: Path) -> None:
+    """Copy --product-metadata into the run directory, where PRODUCT.yaml rendering reads it."""
+    path = product_metadata(args)
+    if path is not None:
+        shutil.copyfile(path, run_dir / product.METADATA_FILE)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
