@@ -61,21 +61,33 @@ class Target:
         return f"{self.server} (context {self.context}, kubeconfig {self.kubeconfig})"
 
 
+def _read(kubeconfig: Path) -> dict[str, Any]:
+    try:
+        doc: dict[str, Any] = yaml.safe_load(kubeconfig.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"cannot read kubeconfig {kubeconfig}: {str(exc).splitlines()[0]}") from None
+    return doc
+
+
+def _context(doc: dict[str, Any], kubeconfig: Path, name: str) -> dict[str, Any]:
+    """The kubeconfig's context entry `name`; one line naming the contexts it has otherwise."""
+    contexts = {c.get("name"): c for c in doc.get("contexts") or []}
+    if name not in contexts:
+        raise UserError(f"context '{name}' not in {kubeconfig}; it has: {', '.join(sorted(contexts)) or 'none'}")
+    entry: dict[str, Any] = contexts[name]
+    return entry
+
+
 def target(kubeconfig: Path, context: str | None) -> Target:
     """The cluster `kubeconfig` names under `context` (default: its current-context); one line
     naming the fix when the file, the context or its cluster is not there."""
-    try:
-        doc = yaml.safe_load(kubeconfig.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"cannot read kubeconfig {kubeconfig}: {str(exc).splitlines()[0]}") from None
-    contexts = {c.get("name"): c.get("context") or {} for c in doc.get("contexts") or []}
+    doc = _read(kubeconfig)
     name = context or doc.get("current-context")
     if not name:
         raise UserError(f"kubeconfig {kubeconfig} has no current-context; pass --context NAME")
-    if name not in contexts:
-        raise UserError(f"context '{name}' not in {kubeconfig}; it has: {', '.join(sorted(contexts)) or 'none'}")
+    ctx = _context(doc, kubeconfig, str(name)).get("context") or {}
     clusters = {c.get("name"): c.get("cluster") or {} for c in doc.get("clusters") or []}
-    server = str(clusters.get(contexts[name].get("cluster"), {}).get("server") or "")
+    server = str(clusters.get(ctx.get("cluster"), {}).get("server") or "")
     if not server:
         raise UserError(f"context '{name}' of {kubeconfig} names no cluster with a server; fix the kubeconfig")
     return Target(kubeconfig, str(name), server)
@@ -98,14 +110,8 @@ def pin_context(kubeconfig: Path, context: str, out: Path) -> Path:
     Suites build clients from a kubeconfig path alone; pinning the context into a copy (with
     relative file references made absolute) keeps them unaware of contexts.
     """
-    try:
-        doc = yaml.safe_load(kubeconfig.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"cannot read kubeconfig {kubeconfig}: {str(exc).splitlines()[0]}") from None
-    contexts = {c["name"]: c for c in doc.get("contexts") or []}
-    if context not in contexts:
-        raise UserError(f"context '{context}' not in {kubeconfig}; it has: {', '.join(sorted(contexts)) or 'none'}")
-    ctx = contexts[context]
+    doc = _read(kubeconfig)
+    ctx = _context(doc, kubeconfig, context)
     cluster_name, user_name = ctx["context"].get("cluster"), ctx["context"].get("user")
     base = kubeconfig.resolve().parent
 

@@ -26,9 +26,9 @@ def save_results(
     summarize(run_dir)
 
 
-def summarize(run_dir: Path) -> dict[str, Any]:
-    """summary.json/md from results.json (with today's catalogue)."""
-    raw = json.loads((run_dir / "results.json").read_text())
+def summarize(run_dir: Path, recorded: dict[str, Any] | None = None) -> dict[str, Any]:
+    """summary.json/md from results.json (`recorded`, when already read; with today's catalogue)."""
+    raw = dict(recorded) if recorded is not None else json.loads((run_dir / "results.json").read_text())
     results = [summary.TestResult(**r) for r in raw.pop("results")]
     entries = [run_timeline.Entry(**e) for e in raw.pop("timeline", [])]
     if entries:  # where the run's time went: summary.json's run_timeline and a picture
@@ -43,8 +43,9 @@ def summarize(run_dir: Path) -> dict[str, Any]:
 
 def render(run_dir: Path, tools_dir: Path | None = None) -> dict[str, Any]:
     """summary.json/md, PRODUCT.yaml, index.html (and Allure HTML when Node is present)."""
-    doc = summarize(run_dir)
-    junit.rewrite(run_dir, json.loads((run_dir / "results.json").read_text()), doc)
+    recorded = json.loads((run_dir / "results.json").read_text())
+    doc = summarize(run_dir, recorded)
+    junit.rewrite(run_dir, recorded, doc)
     metadata_file = run_dir / product.METADATA_FILE
     metadata = yaml.safe_load(metadata_file.read_text()) if metadata_file.is_file() else None
     (run_dir / "PRODUCT.yaml").write_text(product.render(doc, (metadata or {}).get("metadata", metadata)))
