@@ -37,6 +37,7 @@ from kubernetes.client.exceptions import ApiException
 
 from . import catalogue, deviations, verdicts
 from .errors import Failures
+from .k8s import admission
 
 VERDICTS_PROPERTY = "lwsc-verdicts"
 PRIVATE = verdicts.PRIVATE
@@ -154,15 +155,8 @@ def _raw(report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException]
     exc = excinfo.value if excinfo else None
     name = type(exc).__name__ if exc is not None else ""
     message = str(exc) if exc is not None else report.longreprtext
-    contract = isinstance(exc, AssertionError) or (isinstance(exc, ApiException) and not _rbac_denied(exc))
+    contract = isinstance(exc, AssertionError) or (isinstance(exc, ApiException) and not admission.rbac_denied(exc))
     return ("failed" if report.when == "call" and contract else "error"), name, message or report.longreprtext
-
-
-def _rbac_denied(exc: ApiException) -> bool:
-    """The harness's own credentials lack a permission (RBAC 403): infrastructure, not a contract
-    verdict. A webhook's denial is also a 403 but says "admission webhook" and stays a verdict."""
-    body = str(exc.body or "")
-    return exc.status == 403 and "is forbidden: User" in body and "admission webhook" not in body
 
 
 def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> dict[str, verdicts.Outcome]:

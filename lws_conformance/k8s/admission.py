@@ -94,10 +94,16 @@ def answer(call: Callable[[], Any]) -> Answer:
     except ApiException as exc:
         if exc.status == 409:
             raise
-        out = from_exception(exc)
-        if exc.status == 403 and out.webhook is None and "is forbidden: User" in out.message:
+        if rbac_denied(exc):
             raise
-        return out
+        return from_exception(exc)
+
+
+def rbac_denied(exc: ApiException) -> bool:
+    """The caller's own credentials lack a permission (RBAC 403): infrastructure, no answer about
+    the object. A webhook's denial is also a 403 but says "admission webhook" and is an answer."""
+    body = str(exc.body or "")
+    return exc.status == 403 and "is forbidden: User" in body and "admission webhook" not in body
 
 
 def refusal_problem(out: Answer, names: tuple[str, ...] = ()) -> str | None:
