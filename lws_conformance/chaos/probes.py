@@ -104,12 +104,7 @@ def _hold(
     try:
         ns = namespace_of(configuration, namespace)
         assert ns, "no namespace: set configuration.namespace or LWSC_NAMESPACE"
-        obj = to_dict(
-            api,
-            client.CustomObjectsApi(api).get_namespaced_custom_object(
-                "leaderworkerset.x-k8s.io", "v1", ns, "leaderworkersets", lws
-            ),
-        )
+        obj = _lws(api, ns, lws)
         last: list[str] = []
 
         def ok(pods: list[Obj]) -> bool:
@@ -249,14 +244,17 @@ def pod_uids(lws: str, namespace: str | None = None, configuration: Configuratio
         api.close()
 
 
-def _lws_uid(api: client.ApiClient, ns: str, lws: str) -> str:
-    obj = to_dict(
+def _lws(api: client.ApiClient, ns: str, lws: str) -> Obj:
+    return to_dict(
         api,
         client.CustomObjectsApi(api).get_namespaced_custom_object(
             "leaderworkerset.x-k8s.io", "v1", ns, "leaderworkersets", lws
         ),
     )
-    return str(obj["metadata"]["uid"])
+
+
+def _lws_uid(api: client.ApiClient, ns: str, lws: str) -> str:
+    return str(_lws(api, ns, lws)["metadata"]["uid"])
 
 
 def record_pods(lws: str, namespace: str | None = None, configuration: Configuration = None) -> dict[str, str]:
