@@ -1,10 +1,12 @@
 """Build hook: the wheel carries the checkout's data (suites/, fixtures/, chaos/, docs/upstream/)
-as `lws_conformance/_data/`, and the commit it was built from (`_data/BUILD.json`), without moving
-those directories. `lws_conformance.resources` finds them in either place."""
+as `lws_conformance/_data/`, and the commit it was built from (`_data/BUILD.json`, recorded in the
+sdist as well, so a wheel built from an sdist has it), without moving those directories.
+`lws_conformance.resources` finds them in either place."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tomllib
@@ -12,25 +14,43 @@ from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
 
 HERE = Path(__file__).resolve().parent
 TREES = ("suites", "fixtures", "chaos", "docs/upstream")  # = lws_conformance.resources.TREES
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+RECORD = "lws_conformance/_data/BUILD.json"  # in the wheel, and in an sdist (read back when building from it)
+
+
+def _git_commit() -> str | None:
+    """HEAD of the git checkout this file is the top of (`-dirty` when tracked files differ), or
+    None: not a checkout, or a tree unpacked inside some other repository (an sdist in a repo)."""
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", "-C", str(HERE), *args], capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != HERE:
+            return None
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+        return git("rev-parse", "HEAD") + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
 
 
 def _commit() -> str:
-    """The commit being packaged (git checkout), else the one an sdist recorded, else unknown."""
-    recorded = HERE / "lws_conformance" / "_data" / "BUILD.json"
-    try:
-        head = subprocess.run(["git", "-C", str(HERE), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run(
-            ["git", "-C", str(HERE), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
-        ).stdout.strip()
-        return head.stdout.strip() + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        if recorded.is_file():
-            return str(json.loads(recorded.read_text()).get("commit", "unknown"))
-        return "unknown"
+    """The commit being packaged: $LWSC_BUILD_COMMIT (a source tree without git, e.g. a release
+    tarball), else the checkout's HEAD, else what the sdist being built from recorded, else unknown."""
+    if os.environ.get("LWSC_BUILD_COMMIT"):
+        return os.environ["LWSC_BUILD_COMMIT"]
+    head = _git_commit()
+    if head:
+        return head
+    recorded = HERE / RECORD
+    if recorded.is_file():
+        return str(json.loads(recorded.read_text()).get("commit") or "unknown")
+    return "unknown"
 
 
 def _pytest_ini() -> str:
@@ -62,4 +82,15 @@ class BuildWithData(build_py):
         (target / "BUILD.json").write_text(json.dumps({"commit": _commit()}) + "\n")
 
 
-setup(cmdclass={"build_py": BuildWithData})
+class SdistWithCommit(sdist):
+    """The sdist records the commit too: `python -m build` builds the wheel from the unpacked
+    sdist, where there is no git to ask."""
+
+    def make_release_tree(self, base_dir: str, files: list[str]) -> None:
+        super().make_release_tree(base_dir, files)
+        record = Path(base_dir) / RECORD
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"commit": _commit()}) + "\n")
+
+
+setup(cmdclass={"build_py": BuildWithData, "sdist": SdistWithCommit})

@@ -30,7 +30,7 @@ from .profile import load_profile, port_given
 from .providers import discovery, existing, multikueue, preflight, process
 from .providers.base import ClusterHandle, Provider
 from .providers.components import ORDER, state_root
-from .providers.kind import KindCluster, KindTools
+from .providers.kind import KindCluster, KindTools, built_tool
 from .providers.local import PORT_FILE, LocalCluster, down_private
 from .providers.ports import claim_port_range
 from .report import html, merge, render
@@ -89,7 +89,9 @@ def _provider(args: argparse.Namespace) -> str:
 
 
 def _kind(args: argparse.Namespace) -> KindCluster:
-    tools = KindTools.resolve(args.kind_bin, args.docker_bin, args.kubectl_bin)
+    tools = KindTools.resolve(
+        args.kind_bin, args.docker_bin, args.kubectl_bin, built=built_tool(args.config, _progress)
+    )
     return KindCluster(args.config, tools, name=args.name, state_dir=_kind_dir(args))
 
 
@@ -139,6 +141,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         for start in profile.upgrade_starts(component):
             path = ensure_binaries(start, _progress)[component]
             print(f"{component + ' ' + start.versions[component] + ' (upgrade)':<24} {path}")
+    if getattr(args, "kind", False):  # the kind provider's images, on the engine it would use
+        kind_cluster = _kind(args)
+        engine = kind_cluster.engine(_progress)
+        for name, ref in kind_cluster.images(engine, _progress).items():
+            print(f"{'kind ' + name + ' image':<24} {ref} ({engine.describe()})")
+        kind_cluster.stop_idle_engine()
     allure = html.install_allure(bincache.cache_root() / "node")  # reports then render offline
     print(f"{'allure (report HTML)':<24} {allure or 'not installed (no Node/npm): reports use index.html'}")
     _progress(f"binaries ready in {time.monotonic() - started:.0f}s")
@@ -654,7 +662,12 @@ def _global_args(p: argparse.ArgumentParser) -> None:
 
 def _cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The local cluster's life cycle: build, up, down, status, kubeconfig; and report."""
-    sub.add_parser("build", help="build (or find in the cache) every binary of the profile")
+    build_p = sub.add_parser("build", help="build (or find in the cache) every binary of the profile")
+    build_p.add_argument(
+        "--kind",
+        action="store_true",
+        help="also build the kind provider's node, network, workload and controller images",
+    )
     sub.add_parser("up", help="bring up the local cluster (idempotent); prints the kubeconfig path")
     sub.add_parser("down", help="stop every process of the local cluster and remove its state")
     stat = sub.add_parser("status", help="show each component, its pid and log file")

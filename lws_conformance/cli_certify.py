@@ -1,4 +1,5 @@
-"""`lwsc verify`, `lwsc product-check`: the certification artefacts of a run, checked offline.
+"""`lwsc verify`, `lwsc product-check`, `lwsc product-merge`: the certification artefacts of a run,
+checked offline, and a CNCF AI-conformance submission started from a run.
 
 Kept out of cli.py (which only registers these parsers and writes the archive after a run).
 """
@@ -11,9 +12,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import yaml
+
 from . import provenance
 from .errors import UserError
-from .report import archive, product
+from .report import archive, product, submission
 
 Handler = Callable[[argparse.Namespace], int]
 RAW = argparse.RawDescriptionHelpFormatter
@@ -58,12 +61,55 @@ def cmd_product_check(args: argparse.Namespace) -> int:
         path = path / "PRODUCT.yaml"
     if not path.is_file():
         raise UserError(f"{path} does not exist; give a PRODUCT.yaml or a run directory")
-    found = product.check_file(path, final=args.final)
+    template = Path(args.template).expanduser() if args.template else None
+    if template is not None and not template.is_file():
+        raise UserError(f"--template {template} does not exist; give docs/AIConformance-<version>.yaml")
+    if args.final:
+        try:
+            found, used = submission.check_file(path, template)
+        except submission.NoTemplate as exc:
+            raise UserError(str(exc)) from None
+        rules = f"submission rules against {used}"
+    else:
+        found, rules = product.check_file(path), "generated entry rules"
     for problem in found:
         print(f"{path}: {problem}")
     if not found:
-        print(f"{path}: ok ({'submission' if args.final else 'generated entry'} rules)")
+        print(f"{path}: ok ({rules})")
+    if args.final:
+        print(f"{path}: {submission.OFFLINE}", file=sys.stderr)
     return 1 if found else 0
+
+
+def cmd_product_merge(args: argparse.Namespace) -> int:
+    """A submission: the template (or --into, an existing submission) with the run's gang-scheduling
+    entry merged in and its evidence copied next to it; then what is left to fill."""
+    run = Path(args.run).expanduser()
+    entry_file = run / "PRODUCT.yaml" if run.is_dir() else run
+    if not entry_file.is_file():
+        raise UserError(f"{entry_file} does not exist; give a reports/<run-id> directory of `lwsc run`")
+    entry = yaml.safe_load(entry_file.read_text())
+    into = Path(args.into).expanduser() if args.into else None
+    if into is not None and not into.is_file():
+        raise UserError(f"--into {into} does not exist; give the submission's PRODUCT.yaml (or leave it out)")
+    out = Path(args.output).expanduser()
+    version = submission.minor(args.k8s_version or "") or (
+        submission.version_of(into, yaml.safe_load(into.read_text())) if into else None
+    ) or submission.version_of(out, entry)
+    try:
+        base = yaml.safe_load(into.read_text()) if into else submission.template(version or "")
+    except submission.NoTemplate as exc:
+        raise UserError(str(exc)) from None
+    doc = submission.merge(entry, base, entry_file.parent, out.parent)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(submission.render(doc, version))
+    print(out)
+    found, used = submission.check_file(out)
+    print(f"{out}: {len(found)} thing(s) left to fill against {used} (`lwsc product-check --final {out}`):",
+          file=sys.stderr)
+    for problem in found:
+        print(f"  {problem}", file=sys.stderr)
+    return 0
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dict[str, Handler]:
@@ -83,6 +129,21 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dic
     )
     chk.add_argument("file", help="PRODUCT.yaml, or a run directory holding one")
     chk.add_argument(
-        "--final", action="store_true", help="submission rules: no [placeholders], every MUST item Implemented"
+        "--final",
+        action="store_true",
+        help="a whole submission, as the CNCF validator checks it against the AIConformance template of its "
+        "Kubernetes version: every category and item, every MUST Implemented, no [placeholders]",
     )
-    return {"verify": cmd_verify, "product-check": cmd_product_check}
+    chk.add_argument("--template", help="with --final: the AIConformance-<version>.yaml to check against")
+    mrg = sub.add_parser(
+        "product-merge",
+        help="start (or update) a full CNCF AI-conformance submission with a run's gang-scheduling entry",
+        formatter_class=RAW,
+        epilog="examples:\n  lwsc product-merge reports/latest -o submission/v1.36/my-platform/PRODUCT.yaml\n"
+        "  lwsc product-merge reports/latest --into my/PRODUCT.yaml -o my/PRODUCT.yaml",
+    )
+    mrg.add_argument("run", help="a run directory (or its PRODUCT.yaml)")
+    mrg.add_argument("-o", "--output", required=True, help="the submission's PRODUCT.yaml to write")
+    mrg.add_argument("--into", help="an existing submission to merge into (default: the AIConformance template)")
+    mrg.add_argument("--k8s-version", help="the template's Kubernetes version, e.g. v1.36 (default: the run's)")
+    return {"verify": cmd_verify, "product-check": cmd_product_check, "product-merge": cmd_product_merge}

@@ -8,15 +8,23 @@ plugin exports the key to the test processes as $LWSC_IMAGE_REGISTRY (as it does
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 REGISTRY_ENV = "LWSC_IMAGE_REGISTRY"
+# Images a provider put in the cluster instead of these (JSON: reference -> reference), from the
+# cluster handle: the kind provider's nodes hold locally built images and never pull.
+SUBSTITUTES_ENV = "LWSC_IMAGE_SUBSTITUTES"
 UPSTREAM = "registry.k8s.io"
 # name -> reference; what uses it.
 IMAGES = {
     "workload": ("registry.k8s.io/nginx-slim:0.27", "every LWS / Kueue workload of the suites (fixtures/manifests)"),
     "workload-update": ("registry.k8s.io/nginx-slim:0.26", "the image a rolling update changes to (kueue updates)"),
+    "agnhost": (
+        "registry.k8s.io/e2e-test-images/agnhost:2.63.0",
+        "tests that need a real process (a server, DNS lookups, a shell); real kubelets only",
+    ),
 }
 
 
@@ -26,6 +34,11 @@ def ref(name: str, registry: str | None = None) -> str:
 
 
 def mirrored(image: str, registry: str | None = None) -> str:
+    substitutes = os.environ.get(SUBSTITUTES_ENV)
+    if substitutes:
+        local = json.loads(substitutes).get(image)
+        if local:
+            return str(local)
     mirror = (registry if registry is not None else os.environ.get(REGISTRY_ENV, "")).rstrip("/")
     if mirror and image.startswith(UPSTREAM + "/"):
         return mirror + image[len(UPSTREAM) :]

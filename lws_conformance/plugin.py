@@ -123,6 +123,10 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ[images.REGISTRY_ENV] = str(registry or "")
         except LwscError:
             pass  # reported by the cluster fixture, where it matters
+    if not _is_worker(config) and config.getoption("--lwsc-handle"):
+        with contextlib.suppress(OSError, ValueError, KeyError):  # an unreadable handle fails in the fixture
+            substitutes = ClusterHandle.from_json(Path(config.getoption("--lwsc-handle")).read_text()).images
+            os.environ[images.SUBSTITUTES_ENV] = json.dumps(substitutes)
     if config.getoption("--lwsc-shard"):
         config.pluginmanager.register(_Sharding(config.getoption("--lwsc-shard")), "lwsc-sharding")
     if _is_worker(config):
@@ -411,11 +415,27 @@ def _worker() -> str:
     return os.environ.get("PYTEST_XDIST_WORKER", "gw0")
 
 
+NOT_ON_KIND = (
+    "not-run on kind: the test needs a private local cluster (a controller process stopped, a "
+    "node's heartbeat cut, the API server or a webhook taken away), whose evidence would not be "
+    "the kind cluster's"
+)
+
+
+def skip_private_on_kind(request: pytest.FixtureRequest) -> None:
+    """On kind the run is about the kind cluster: a private local cluster's result would read as
+    kind's, so those tests do not run there (not-run, with this reason)."""
+    handle: ClusterHandle = request.getfixturevalue("lwsc_cluster")
+    if handle.provider == "kind":
+        pytest.skip(NOT_ON_KIND)
+
+
 @pytest.fixture(scope="session")
 def private_cluster(request: pytest.FixtureRequest, run_id: str) -> Iterator[LocalCluster]:
     """A local cluster of this xdist worker's own, for tests that break things (stop a
     controller, remove a webhook, fail a node): the shared cluster is never disrupted.
     Tests must restore what they break; the cluster is brought down at the end."""
+    skip_private_on_kind(request)
     with _private(request.config, f"private-{run_id}-{_worker()}") as cluster:
         yield cluster
 
@@ -424,6 +444,7 @@ def private_cluster(request: pytest.FixtureRequest, run_id: str) -> Iterator[Loc
 def private_scenario(run_id: str, request: pytest.FixtureRequest) -> Iterator[Scenario]:
     """Like `scenario`, on the worker's private cluster; a test marked
     `private_cluster(KEY=VALUE, …)` gets one of its own with those settings instead."""
+    skip_private_on_kind(request)
     mark = request.node.get_closest_marker("private_cluster")
     with ExitStack() as own:
         if mark:

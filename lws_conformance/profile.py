@@ -97,12 +97,18 @@ class Profile:
         return [self.upgrade_start(component, str(v)) for v in (starts if isinstance(starts, list) else [starts])]
 
     def upgrade_start(self, component: str, version: str) -> Profile:
-        """This profile with `component` at module version `version` (no source, no binary override)."""
+        """This profile with `component` at module version `version` (no source, no binary override,
+        `component` not coverage-instrumented: coverage counts the versions under test only)."""
+        build = self.raw.get("build") or {}
+        covered = build.get("coverage")
+        kept = [c for c in (("lws", "kueue") if covered is True else covered or []) if c != component]
+        raw = {**self.raw, "build": {**build, "coverage": kept or False}}
         return dataclasses.replace(
             self,
             versions={**self.versions, component: version},
             sources={**self.sources, component: None},
             binaries={**self.binaries, component: None},
+            raw=raw,
         )
 
 
@@ -243,6 +249,9 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
         raise ValueError(f"timeouts.scale must be a number in 0.1..100, got {scale!r}")
     grace = _grace(data["timeouts"], "node_grace_seconds", 40)
     private_grace = _grace(data["timeouts"], "private_node_grace_seconds", 20)
+    coverage = (data.get("build") or {}).get("coverage", False)
+    if not isinstance(coverage, bool) and not (isinstance(coverage, list) and set(coverage) <= {"lws", "kueue"}):
+        raise ValueError(f"build.coverage must be true, false or a list of lws and kueue, got {coverage!r}")
     snapshots = data.get("snapshots", True)
     if not isinstance(snapshots, bool):
         raise ValueError(f"snapshots must be true or false, got {snapshots!r}")

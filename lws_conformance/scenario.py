@@ -20,6 +20,10 @@ from .providers.base import ClusterHandle
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
 LWS_API = f"{LWS_GROUP}/{LWS_VERSION}"
 Obj = dict[str, Any]
+NEEDS_KUBELET = (
+    "not-run on the local cluster: needs a real kubelet (kwok runs no container); "
+    "run it on kind (`lwsc --profile kind run`) or a cluster of yours"
+)
 
 
 @dataclass
@@ -44,6 +48,14 @@ class Scenario:
     @property
     def custom(self) -> client.CustomObjectsApi:
         return client.CustomObjectsApi(self.api)
+
+    def require_real_kubelet(self) -> None:
+        """Skip (not-run) on the local cluster, whose kwok nodes run no container: for checks of
+        what a running process sees or does."""
+        if self.cluster.provider == "local":
+            import pytest  # only suites call this
+
+            pytest.skip(NEEDS_KUBELET)
 
     # -- objects -------------------------------------------------------------------------
     def create(self, obj: Obj) -> Obj:

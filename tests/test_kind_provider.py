@@ -1,9 +1,9 @@
-"""The kind provider without Docker: config, install plan and exact command lines.
+"""The kind provider's plans and the private engine's pieces, without an engine.
 
-kind cannot run on this project's machines (a `docker` client, no engine), so the provider's
-commands go through an injectable runner and are checked here as argv. Two things do run for
-real: `docker info` failing on this machine (the one-line engine error), and the GPU status
-patch, executed with the real kubectl against a private local cluster's API server.
+The provider's commands go through an injectable runner and are checked here as argv; the OCI
+runtime front runs for real against a stand-in runc, and the GPU status patch runs with the real
+kubectl against a private local cluster's API server. The provider end to end, on a real engine,
+is `tests/test_kind_cluster.py`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from lws_conformance.errors import InfraError, UserError
 from lws_conformance.k8s.client import api_client
 from lws_conformance.profile import load_profile
 from lws_conformance.providers import kind, nodes
-from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.providers.local import LocalCluster
+from lws_conformance.toolchain import engine
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,7 @@ class FakeRunner:
         self.calls: list[tuple[tuple[str, ...], str | None]] = []
         self.rules = rules or {}
 
-    def __call__(self, argv: Sequence[str], stdin: str | None) -> kind.Completed:
+    def __call__(self, argv: Sequence[str], stdin: str | None, env: dict[str, str] | None = None) -> kind.Completed:
         argv = tuple(argv)
         self.calls.append((argv, stdin))
         for prefix, answers in self.rules.items():
@@ -88,7 +88,7 @@ def test_custom_hostname_label_and_kubelet_restricted_keys(tmp_path: Path) -> No
     first = cfg["nodes"][1]["labels"]
     assert first["example.com/host"] == "lwsc-worker"
     assert "topology.kubernetes.io/block" not in first
-    labels = [cmd.argv for cmd in c.plan_create() if "label" in cmd.argv]
+    labels = [cmd.argv for cmd in c.plan_network("cni") if "label" in cmd.argv]
     assert len(labels) == c.profile.topology.nodes
     assert labels[0] == (
         "/opt/kubectl", "--kubeconfig", str(c.kubeconfig), "label", "node", "lwsc-worker", "--overwrite",
@@ -96,130 +96,89 @@ def test_custom_hostname_label_and_kubelet_restricted_keys(tmp_path: Path) -> No
     )  # fmt: skip
 
 
-def test_create_command_line(tmp_path: Path) -> None:
-    c = make(tmp_path, "kind.node_image=kindest/node:v1.36.1")
-    (create,) = c.plan_create()
+def test_create_command_line_and_the_config_kind_needs_here(tmp_path: Path) -> None:
+    """No --wait (nodes turn Ready only once the provider's pod network runs), kind's default CNI
+    off, and with a node image built here kubeadm is told the etcd and CoreDNS tags it holds."""
+    c = make(tmp_path)
+    (create,) = c.plan_create("lwsc.local/kind-node:v1.36.3-abc")
     assert create.argv == (
         "/opt/kind", "create", "cluster", "--name", "lwsc", "--config", str(c.config_file),
-        "--kubeconfig", str(c.kubeconfig), "--wait", "300s", "--image", "kindest/node:v1.36.1",
+        "--kubeconfig", str(c.kubeconfig), "--retain", "--image", "lwsc.local/kind-node:v1.36.3-abc",
     )  # fmt: skip
+    cfg = kind.kind_config(c.profile, "lwsc", local_image=True, v1=True)
+    assert cfg["networking"] == {"disableDefaultCNI": True}
+    patches = [yaml.safe_load(p) for p in cfg["kubeadmConfigPatches"]]
+    assert patches[0]["etcd"]["local"]["imageTag"] == c.profile.versions["etcd"]
+    assert patches[0]["dns"]["imageTag"] == "v1.14.3"
+    assert patches[1] == {"kind": "KubeletConfiguration", "failCgroupV1": False}
+    assert "kubeadmConfigPatches" not in kind.kind_config(c.profile, "lwsc", local_image=False, v1=False)
 
 
-def test_install_plan_uses_release_manifests_server_side_then_gpus_then_kueue_objects(tmp_path: Path) -> None:
-    c = make(tmp_path, "versions.lws=v0.8.0", "versions.kueue=v0.17.0")
-    plan = c.plan_install()
-    kc = ("/opt/kubectl", "--kubeconfig", str(c.kubeconfig))
+def test_network_plan_installs_the_pod_network_then_waits_for_every_node(tmp_path: Path) -> None:
+    c = make(tmp_path)
+    plan = c.plan_network("lwsc.local/kind-cni:k")
+    assert plan[0].argv == ("/opt/kind", "load", "docker-image", "lwsc.local/kind-cni:k", "--name", "lwsc")
+    docs = list(yaml.safe_load_all(plan[1].stdin or ""))
+    ds = next(d for d in docs if d["kind"] == "DaemonSet")
+    container = ds["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "lwsc.local/kind-cni:k" and container["imagePullPolicy"] == "IfNotPresent"
+    assert {"name": "CONTROL_PLANE_ENDPOINT", "value": "lwsc-control-plane:6443"} in container["env"]
+    assert ds["spec"]["template"]["spec"]["hostNetwork"] is True
+    assert plan[2].argv[3:] == ("wait", "node", "--all", "--for=condition=Ready", "--timeout=300s")
+
+
+def _docs(deploy: str) -> list[dict[str, object]]:
+    return [
+        {"kind": "Namespace", "metadata": {"name": "x"}},
+        {
+            "kind": "Deployment",
+            "metadata": {"name": deploy},
+            "spec": {"template": {"spec": {"containers": [{"name": "manager", "image": "upstream:v1"}]}}},
+        },
+    ]
+
+
+def test_controllers_run_the_local_image_and_nothing_else_changes(tmp_path: Path) -> None:
+    docs = _docs("lws-controller-manager")
+    out = kind.controller_docs(docs, "lws", "lwsc.local/lws:v0.9.0-abc")
+    container = out[1]["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
+    assert container == {"name": "manager", "image": "lwsc.local/lws:v0.9.0-abc", "imagePullPolicy": "IfNotPresent"}
+    assert out[0] == docs[0] and docs[1]["spec"]["template"]["spec"]["containers"][0]["image"] == "upstream:v1"  # type: ignore[index]
+    with pytest.raises(InfraError, match="no Deployment kueue-controller-manager"):
+        kind.controller_docs(docs, "kueue", "x")
+
+
+def test_install_plan_loads_applies_waits_then_gpus_then_kueue_objects(tmp_path: Path) -> None:
+    c = make(tmp_path)
+    controllers = {
+        "lws": ("lwsc.local/lws:a", kind.controller_docs(_docs("lws-controller-manager"), "lws", "lwsc.local/lws:a")),
+        "kueue": (
+            "lwsc.local/kueue:b",
+            kind.controller_docs(_docs("kueue-controller-manager"), "kueue", "lwsc.local/kueue:b"),
+        ),
+    }
+    plan = c.plan_install(controllers, ["lwsc.local/workload:a"])
     lines = [p.argv for p in plan]
     assert lines[0] == (
-        *kc, "apply", "--server-side", "-f",
-        "https://github.com/kubernetes-sigs/lws/releases/download/v0.8.0/manifests.yaml",
+        "/opt/kind", "load", "docker-image", "lwsc.local/lws:a", "lwsc.local/kueue:b", "lwsc.local/workload:a",
+        "--name", "lwsc",
     )  # fmt: skip
-    assert lines[1] == (
-        *kc, "apply", "--server-side", "-f",
-        "https://github.com/kubernetes-sigs/kueue/releases/download/v0.17.0/manifests.yaml",
-    )  # fmt: skip
-    assert lines[2] == (
-        *kc,
-        "-n",
-        "lws-system",
-        "rollout",
-        "status",
-        "deployment/lws-controller-manager",
-        "--timeout=300s",
-    )
-    assert lines[3][5:7] == ("rollout", "status") and "deployment/kueue-controller-manager" in lines[3]
-    patches = [p for p in plan if "--subresource=status" in p.argv]
-    assert [p.argv[5] for p in patches] == kind.worker_names("lwsc", c.profile.topology.nodes)
-    assert patches[0].argv == (
-        *kc, "patch", "node", "lwsc-worker", "--subresource=status", "--type=json", "-p",
-        '[{"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": "8"}, '
-        '{"op": "add", "path": "/status/allocatable/nvidia.com~1gpu", "value": "8"}]',
-    )  # fmt: skip
-    kueue_objs = plan[-2]
-    assert kueue_objs.argv == (*kc, "apply", "--server-side", "-f", "-") and kueue_objs.attempts > 1
-    docs = list(yaml.safe_load_all(kueue_objs.stdin or ""))
-    assert [d["kind"] for d in docs] == ["Topology", "ResourceFlavor"]
-    assert docs[1]["spec"]["nodeLabels"] == {nodes.POOL_LABEL[0]: nodes.POOL_LABEL[1]}
-    assert not any(p.argv[1:3] == ("load", "docker-image") for p in plan)
+    assert lines[1][3:] == ("apply", "--server-side", "--force-conflicts", "-f", "-")
+    assert "lwsc.local/lws:a" in (plan[1].stdin or "") and "lwsc.local/kueue:b" in (plan[2].stdin or "")
+    assert lines[3][3:8] == ("-n", "lws-system", "rollout", "status", "deployment/lws-controller-manager")
+    gpu = [p for p in plan if "--subresource=status" in p.argv]
+    assert len(gpu) == c.profile.topology.nodes
+    assert "Topology" in (plan[-2].stdin or "") and plan[-2].attempts > 1
 
 
-def test_local_controller_image_is_loaded_and_swapped_in(tmp_path: Path) -> None:
-    c = make(tmp_path, "kind.lws_image=example.com/lws:dev")
-    plan = [p.argv for p in c.plan_install()]
-    load = plan.index(("/opt/kind", "load", "docker-image", "example.com/lws:dev", "--name", "lwsc"))
-    apply = next(
-        i for i, a in enumerate(plan) if "apply" in a and a[-1].endswith("/lws/releases/download/v0.9.0/manifests.yaml")
-    )
-    swap = next(i for i, a in enumerate(plan) if "patch" in a and "deployment" in a)
-    rollout = next(i for i, a in enumerate(plan) if "deployment/lws-controller-manager" in a)
-    assert load < apply < swap < rollout, "load before the Deployment exists; swap before waiting for it"
-    body = json.loads(plan[swap][-1])
-    assert body["spec"]["template"]["spec"]["containers"] == [
-        {"name": "manager", "image": "example.com/lws:dev", "imagePullPolicy": "IfNotPresent"}
-    ]
-    assert plan[swap][3:8] == ("-n", "lws-system", "patch", "deployment", "lws-controller-manager")
-
-
-def test_up_runs_the_plan_in_order_and_writes_a_kind_handle(tmp_path: Path) -> None:
-    runner = FakeRunner()
-    c = make(tmp_path, runner=runner)
-    handle = c.up(lambda _m: None)
-    argvs = [a for a, _ in runner.calls]
-    assert argvs[0] == ("/opt/docker", "info", "--format", "{{.ServerVersion}}")
-    assert argvs[1][:3] == ("/opt/kind", "create", "cluster")
-    assert yaml.safe_load(c.config_file.read_text()) == kind.kind_config(c.profile, "lwsc")
-    assert handle.provider == "kind" and handle.versions == {
-        "kubernetes": "v1.36.1",
-        "lws": "v0.9.0",
-        "kueue": "v0.17.0",
-    }
-    assert ClusterHandle.from_json(c.handle_file.read_text()) == handle
-    assert not any(a[1:3] == ("delete", "cluster") for a in argvs)
-
-
-def test_up_is_idempotent_and_down_forgets_the_cluster(tmp_path: Path) -> None:
-    """base.Provider: a second `up` reuses the cluster (no kind/docker call), as `lwsc run` on a
-    kind cluster that is up already does; `down` deletes it and the next `up` creates again."""
-    runner = FakeRunner()
-    c = make(tmp_path, runner=runner)
-    assert c.creates and not c.running()
-    first = c.up(lambda _m: None)
-    calls = len(runner.calls)
-    assert c.running() and c.up(lambda _m: None) == first and len(runner.calls) == calls
-    c.down()
-    assert not c.running() and runner.calls[-1][0][1:3] == ("delete", "cluster")
-    c.up(lambda _m: None)
-    assert any(a[1:3] == ("create", "cluster") for a, _ in runner.calls[calls + 1 :])
-
-
-def test_failed_step_is_retried_then_named_and_the_cluster_deleted(tmp_path: Path) -> None:
+def test_failed_step_is_retried_then_named(tmp_path: Path) -> None:
     failing = kind.Completed(1, "", 'Error from server (InternalError): failed calling webhook "vtopology"')
-    runner = FakeRunner()
+    runner = FakeRunner({("/opt/kubectl", "--kubeconfig"): [failing]})
     c = make(tmp_path, runner=runner)
-    real = runner.__call__
-
-    def run(argv: Sequence[str], stdin: str | None) -> kind.Completed:
-        """The Kueue objects step (racing Kueue's webhook) fails every time."""
-        if stdin and "Topology" in stdin:
-            runner.calls.append((tuple(argv), stdin))
-            return failing
-        return real(argv, stdin)
-
-    c.run = run
+    step = kind.Cmd(("/opt/kubectl", "--kubeconfig", "k", "apply"), "Kueue Topology and ResourceFlavor", attempts=4)
     with pytest.raises(InfraError, match="Kueue Topology and ResourceFlavor failed.*failed calling webhook"):
-        c.up(lambda _m: None)
-    attempts = [a for a, s in runner.calls if s and "Topology" in s]
-    assert len(attempts) == 10
-    assert runner.calls[-1][0] == (
-        "/opt/kind",
-        "delete",
-        "cluster",
-        "--name",
-        "lwsc",
-        "--kubeconfig",
-        str(c.kubeconfig),
-    )
-    assert not c.state_dir.exists()
+        c.execute(step)
+    assert len(runner.calls) == 4
 
 
 def test_restart_node_re_advertises_its_gpus(tmp_path: Path) -> None:
@@ -232,33 +191,60 @@ def test_restart_node_re_advertises_its_gpus(tmp_path: Path) -> None:
     assert argvs[2] == c.gpu_patch("lwsc-worker2").argv and len(argvs) == 3
 
 
-def test_missing_tool_names_the_flag_and_is_never_downloaded() -> None:
-    with pytest.raises(UserError, match=r"needs kind \(not on PATH\).*--kind-bin=.*never downloads"):
-        kind.KindTools.resolve(which=lambda name: None if name == "kind" else f"/usr/bin/{name}")
-    with pytest.raises(UserError, match="/nope/kind does not exist"):
+def test_tools_come_from_flags_or_the_harness_builds_and_a_missing_one_names_its_flag() -> None:
+    tools = kind.KindTools.resolve(which=lambda name: f"/usr/bin/{name}", built=lambda name: f"/cache/{name}")
+    assert tools == kind.KindTools(kind="/cache/kind", docker="/usr/bin/docker", kubectl="/cache/kubectl")
+    with pytest.raises(UserError, match=r"needs docker \(not on PATH\).*docker.io.*--docker-bin="):
+        kind.KindTools.resolve(which=lambda name: None, built=lambda name: f"/cache/{name}")
+    with pytest.raises(UserError, match="/nope/kind.*does not exist; fix --kind-bin"):
         kind.KindTools.resolve(kind="/nope/kind", which=lambda name: f"/usr/bin/{name}")
 
 
-@pytest.mark.skipif(not shutil.which("docker"), reason="needs a docker client (any engine state)")
-def test_no_engine_is_a_one_line_user_error_for_real(tmp_path: Path) -> None:
-    """On this machine `docker info` fails (client, no engine): the real check must say so."""
-    if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
-        pytest.skip("a Docker engine is running here; this proves the no-engine path only without one")
-    tools = kind.KindTools(kind="/bin/true", docker=str(shutil.which("docker")), kubectl="/bin/true")
-    c = kind.KindCluster(load_profile("kind"), tools, state_dir=tmp_path / "k")
-    with pytest.raises(UserError, match="needs a running Docker engine") as err:
-        c.check_engine()
+def test_no_engine_and_no_dockerd_is_one_line_naming_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine.shutil, "which", lambda name: None)
+    with pytest.raises(UserError) as err:
+        engine.ensure("auto", "/bin/false", lambda _m: None)
+    assert "dockerd is not installed" in str(err.value) and "docker.io" in str(err.value)
     assert "\n" not in str(err.value)
-    proc = subprocess.run(
-        [sys.executable, "-m", "lws_conformance.cli", "--profile", "kind", "--kind-bin", "/bin/true", "up"],
-        capture_output=True,
-        text=True,
-        env={"LWSC_STATE_DIR": str(tmp_path / "state"), "PATH": "/usr/local/bin:/usr/bin:/bin"},
-        cwd=PROJECT,
-        timeout=60,
+    with pytest.raises(UserError, match="kind.engine=user but"):
+        engine.ensure("user", "/bin/false", lambda _m: None)
+    with pytest.raises(UserError, match="kind.engine must be one of"):
+        engine.ensure("podman", "/bin/false", lambda _m: None)
+
+
+def test_capabilities_missing_from_the_bounding_set_are_named() -> None:
+    assert engine.missing_capabilities("CapBnd:\t000001ffffffffff\n") == []
+    assert engine.missing_capabilities("CapBnd:\t000001fffeffffff\n") == ["CAP_SYS_RESOURCE"]
+    argv = engine.dockerd_argv("/usr/sbin/dockerd", Path("/c/engine"), Path("/c/engine/oci-runtime"))
+    assert "--iptables=false" in argv and "--ip-masq=false" in argv and "--bridge=none" in argv
+    assert argv[argv.index("--default-runtime") + 1] == "lwsc"
+    assert "--add-runtime" not in engine.dockerd_argv("/usr/sbin/dockerd", Path("/c/engine"), None)
+
+
+def test_the_oci_runtime_front_drops_the_capabilities_for_create_and_exec(tmp_path: Path) -> None:
+    """The generated front, run for real with a stand-in runc that prints what it was given."""
+    fake_runc = tmp_path / "runc"
+    fake_runc.write_text('#!/bin/sh\necho runc "$@"\n')
+    fake_runc.chmod(0o755)
+    front = tmp_path / "front"
+    front.write_text(engine.runtime_script(["CAP_SYS_RESOURCE"], str(fake_runc), sys.executable))
+    front.chmod(0o755)
+    caps = {"bounding": ["CAP_SYS_ADMIN", "CAP_SYS_RESOURCE"], "effective": ["CAP_SYS_RESOURCE"]}
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "config.json").write_text(json.dumps({"process": {"capabilities": caps}}))
+    out = subprocess.run(
+        [str(front), "--root", "/r", "create", "--bundle", str(bundle), "id1"], capture_output=True, text=True
     )
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("lwsc: error: the kind provider needs a running")
+    assert out.stdout.strip() == f"runc --root /r create --bundle {bundle} id1"
+    assert json.loads((bundle / "config.json").read_text())["process"]["capabilities"] == {
+        "bounding": ["CAP_SYS_ADMIN"],
+        "effective": [],
+    }
+    process = tmp_path / "process.json"
+    process.write_text(json.dumps({"capabilities": caps}))
+    subprocess.run([str(front), "exec", "--process", str(process), "id1"], check=True, capture_output=True)
+    assert json.loads(process.read_text())["capabilities"]["bounding"] == ["CAP_SYS_ADMIN"]
 
 
 @pytest.mark.cluster

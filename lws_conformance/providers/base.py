@@ -28,6 +28,7 @@ class ClusterHandle:
     logs: dict[str, str] = field(default_factory=dict)  # component -> log path
     capabilities: frozenset[str] = frozenset()
     endpoints: dict[str, str] = field(default_factory=dict)  # e.g. lws-metrics -> https://host:port/metrics
+    images: dict[str, str] = field(default_factory=dict)  # a suite image -> what the cluster holds instead
 
     def to_json(self) -> str:
         data = asdict(self)

@@ -24,7 +24,7 @@ from ..errors import InfraError, UserError
 from ..install import manifests, pki
 from ..profile import Profile
 from ..toolchain import cache as bincache
-from ..toolchain import manifests_dir
+from ..toolchain import coverage_dir, covered, manifests_dir
 from . import process
 
 ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "lws", "kueue")
@@ -41,6 +41,10 @@ PORT_OFFSETS = {
     "kueue-metrics": 21,
     "kueue-health": 22,
 }
+
+
+COVERAGE_MARK = "coverage"  # in the state directory: the GOCOVERDIR of its instrumented controllers
+COVERAGE_GRACE = 30.0  # seconds an instrumented controller gets to stop and write its counters
 
 
 def state_root() -> Path:
@@ -153,11 +157,22 @@ class ClusterState:
                     f"(`lwsc down`?) or choose other ports with --set network.base_port=<n>"
                 )
 
-    def _launch(self, name: str, argv: list[str]) -> process.ProcRecord:
+    def _launch(self, name: str, argv: list[str], profile: Profile | None = None) -> process.ProcRecord:
         argv_dir = self.dir / "argv"
         argv_dir.mkdir(parents=True, exist_ok=True)
         (argv_dir / f"{name}.yaml").write_text(yaml.safe_dump(argv))
-        return process.start(name, argv, self.log(name), self.pid_dir)
+        return process.start(name, argv, self.log(name), self.pid_dir, env=self.coverage_env(name, profile))
+
+    def coverage_env(self, component: str, profile: Profile | None = None) -> dict[str, str]:
+        """GOCOVERDIR for a coverage-instrumented controller (of `profile`, default this cluster's);
+        the file COVERAGE_MARK records it, so `down` stops the controllers gracefully first."""
+        if not covered(profile or self.profile, component):
+            return {}
+        where = coverage_dir(profile or self.profile, self.name)
+        where.mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / COVERAGE_MARK).write_text(str(where))
+        return {"GOCOVERDIR": str(where)}
 
     def _tls(self, verify: bool) -> ssl.SSLContext:
         p = pki.Pki.at(self.dir / "pki")
@@ -222,7 +237,12 @@ class ClusterState:
     def down(self, keep_logs: bool = False) -> None:
         """Kill every process this cluster started and remove its state (but for the logs, when
         a failed start-up's error message points at them). Nothing of a cluster outlives its
-        `down`, so nothing needs a graceful stop."""
+        `down`, so nothing needs a graceful stop, but for coverage-instrumented controllers: they
+        write their counters only when they exit normally, so they get SIGTERM first (the API server
+        still up) and `COVERAGE_GRACE` seconds."""
+        if (self.dir / COVERAGE_MARK).is_file():
+            controllers = [r for r in self.records() if r.name in ("lws", "kueue")]
+            process.stop_all(controllers, grace=COVERAGE_GRACE)
         process.kill_all(self.records())
         if not keep_logs:
             shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,20 +1,31 @@
-"""The kind provider: a Docker-backed cluster for developers, with the released LWS and Kueue.
+"""The kind provider: real kubelets in Docker containers, with LWS and Kueue built here.
 
-Everything is a plan of exact command lines run through an injectable `Runner`, so the config,
-the install order and every argv can be tested without Docker (this project's machines have a
-`docker` client but no engine). `kind`, `docker` and `kubectl` come from flags or PATH and are
-never downloaded: a silent download would test a binary nobody chose.
+`up`, in order:
+1. **Engine** (`toolchain.engine`): the user's Docker when it answers (`kind.engine: auto`), else
+   the harness's private engine; `kind.engine: private | user` forces one.
+2. **Images**: the node image `kind.node_image` names, else one built on this machine
+   (`toolchain.nodeimage`: the same Kubernetes version and module set as the local cluster), plus
+   the pod network daemon, the workload image (agnhost, from the same Kubernetes module) and the
+   LWS and Kueue controllers, each an image of the very binary the local cluster would run
+   (module versions or `sources.<component>` builds). Nothing is pulled: every pod names an image
+   loaded with `kind load` and `imagePullPolicy: IfNotPresent`.
+3. **Cluster**: `kind create cluster` from a generated config (a control plane and one worker per
+   profile node, labelled with the profile's block / rack / hostname labels and the harness pool
+   label; kind's default CNI off), then the pod network daemon, every node Ready.
+4. **GPUs**: kind cannot set extended resources, so `nvidia.com/gpu` is advertised by patching
+   node status; the kubelet drops capacity it does not own when a node re-registers, so
+   `restart_node` re-applies it (kubernetes PR #64784; Kueue's TAS e2e does the same patch).
+5. **Controllers**: LWS's and Kueue's `config/default`, rendered from the module source with
+   `kubectl kustomize` (what their releases publish), with the controller image swapped for the
+   local one; then the Kueue Topology and ResourceFlavor, as on the local cluster.
 
-Shape of the cluster: one control-plane plus one worker per profile node, each worker labelled
-with the profile's block / rack (/ hostname, when that is not the kubelet's own
-`kubernetes.io/hostname`) labels and the harness pool label the Kueue ResourceFlavor selects.
-kind cannot set extended resources, so `nvidia.com/gpu` is advertised by patching node *status*;
-the kubelet drops capacity it does not own when a node re-registers, so `restart_node` re-applies
-it (kubernetes PR #64784; Kueue's TAS e2e does the same patch in its BeforeSuite).
+Every command is a `Cmd` run through an injectable `Runner`, so plans are unit-tested as argv.
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import shutil
 import subprocess
@@ -26,14 +37,18 @@ from typing import Any
 
 import yaml
 
+from .. import images as test_images
 from ..errors import InfraError, UserError
+from ..install import manifests
 from ..profile import Profile, Topology
-from ..toolchain.gobuild import Progress
+from ..toolchain import cache as bincache
+from ..toolchain import engine as engines
+from ..toolchain import manifests_dir, nodeimage
+from ..toolchain.gobuild import Progress, build
 from . import nodes
 from .base import ClusterHandle
 from .existing import release_run
 
-RELEASE_URL = "https://github.com/kubernetes-sigs/{repo}/releases/download/{tag}/manifests.yaml"
 # Release manifests: kustomize namePrefix + namespace; the controller container is `manager`.
 CONTROLLERS = {
     "lws": ("lws-system", "lws-controller-manager"),
@@ -42,7 +57,14 @@ CONTROLLERS = {
 # The kubelet may only set labels outside these namespaces on itself (NodeRestriction); others
 # are applied with `kubectl label` once the nodes exist.
 RESTRICTED_LABEL_SUFFIXES = ("kubernetes.io", "k8s.io")
-CAPABILITIES = frozenset({"node-restart"})
+CAPABILITIES = frozenset({"node-restart", "real-kubelet"})
+NETWORK = "kind"  # kind's network name; on the private engine the harness creates it first
+BRIDGE = "lwsc-kind0"
+CNI_NAMESPACE = "kube-system"
+CNI_NAME = "lwsc-pod-network"
+# The workload images the suites name, and what they are on kind: agnhost (Kubernetes' e2e test
+# image) pausing, under two tags so a rolling update changes the image for real.
+WORKLOAD_TAGS = {"workload": "a", "workload-update": "b"}
 
 
 @dataclass(frozen=True)
@@ -54,11 +76,11 @@ class Completed:
     stderr: str = ""
 
 
-Runner = Callable[[Sequence[str], str | None], Completed]
+Runner = Callable[[Sequence[str], str | None, dict[str, str] | None], Completed]
 
 
-def subprocess_runner(argv: Sequence[str], stdin: str | None) -> Completed:
-    proc = subprocess.run(list(argv), input=stdin, capture_output=True, text=True)
+def subprocess_runner(argv: Sequence[str], stdin: str | None, env: dict[str, str] | None = None) -> Completed:
+    proc = subprocess.run(list(argv), input=stdin, capture_output=True, text=True, env=env)
     return Completed(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -88,28 +110,30 @@ class KindTools:
         docker: str | None = None,
         kubectl: str | None = None,
         which: Callable[[str], str | None] = shutil.which,
+        built: Callable[[str], str] | None = None,
     ) -> KindTools:
-        """Each tool from its flag, else PATH; a missing one is a one-line UserError naming the flag."""
+        """Each tool from its flag; else kind and kubectl are the harness's own builds (`built`,
+        from the Go module proxy like every other binary) and docker comes from PATH. A missing
+        one is a one-line UserError naming the flag."""
         found: dict[str, str] = {}
         for name, given, flag in (
             ("kind", kind, "--kind-bin"),
             ("docker", docker, "--docker-bin"),
             ("kubectl", kubectl, "--kubectl-bin"),
         ):
-            path = given or which(name)
-            if not path or (given and not Path(given).is_file()):
-                where = f"{given} does not exist" if given else "not on PATH"
+            if given:
+                if not Path(given).is_file():
+                    raise UserError(f"the kind provider's {name} ({given}) does not exist; fix {flag}")
+                found[name] = given
+                continue
+            path = built(name) if built is not None and name != "docker" else which(name)
+            if not path:
                 raise UserError(
-                    f"the kind provider needs {name} ({where}); install it yourself and pass {flag}=/path/to/{name} "
-                    f"(the harness never downloads it)"
+                    f"the kind provider needs {name} (not on PATH); install it (Debian: "
+                    f"`apt-get install docker.io`, or `scripts/bootstrap --kind`) or pass {flag}=/path/to/{name}"
                 )
             found[name] = str(path)
         return cls(**found)
-
-
-def release_manifest_url(component: str, version: str) -> str:
-    repo = {"lws": "lws", "kueue": "kueue"}[component]
-    return RELEASE_URL.format(repo=repo, tag=version)
 
 
 def worker_names(cluster: str, count: int) -> list[str]:
@@ -145,18 +169,128 @@ def workers(t: Topology, cluster: str) -> list[tuple[str, dict[str, str]]]:
     ]
 
 
-def kind_config(profile: Profile, cluster: str) -> dict[str, Any]:
-    """The kind Cluster config: a control plane and one labelled worker per profile node."""
+def cgroup_v1(root: Path = Path("/sys/fs/cgroup")) -> bool:
+    return root.is_dir() and not (root / "cgroup.controllers").is_file()
+
+
+def kind_config(profile: Profile, cluster: str, local_image: bool = False, v1: bool | None = None) -> dict[str, Any]:
+    """The kind Cluster config: a control plane and one labelled worker per profile node, kind's
+    default CNI off (the provider installs the pod network). With a node image built here,
+    kubeadm is told the etcd and CoreDNS tags that image holds; on a cgroup v1 host the kubelet
+    is allowed to run there (Kubernetes >= 1.35 refuses it by default)."""
     cfg_nodes: list[dict[str, Any]] = [{"role": "control-plane"}]
     for _name, labels in workers(profile.topology, cluster):
         allowed = {k: v for k, v in labels.items() if not _restricted(k)}
         cfg_nodes.append({"role": "worker", "labels": allowed})
-    return {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "name": cluster, "nodes": cfg_nodes}
+    cfg: dict[str, Any] = {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "name": cluster,
+        "networking": {"disableDefaultCNI": True},
+        "nodes": cfg_nodes,
+    }
+    patches = []
+    if local_image:
+        s = kind_settings(profile)
+        patches.append(
+            yaml.safe_dump(
+                {
+                    "kind": "ClusterConfiguration",
+                    "etcd": {"local": {"imageTag": profile.versions["etcd"]}},
+                    "dns": {"imageTag": str(s.get("coredns_version") or "v1.14.3")},
+                }
+            )
+        )
+    if cgroup_v1() if v1 is None else v1:
+        patches.append(yaml.safe_dump({"kind": "KubeletConfiguration", "failCgroupV1": False}))
+    if patches:
+        cfg["kubeadmConfigPatches"] = patches
+    return cfg
 
 
 def kind_settings(profile: Profile) -> dict[str, Any]:
     raw = profile.raw.get("kind") or {}
     return dict(raw) if isinstance(raw, dict) else {}
+
+
+def controller_docs(docs: list[dict[str, Any]], component: str, image: str) -> list[dict[str, Any]]:
+    """The rendered `config/default` with the controller container running `image` (never
+    pulled). Nothing else changes: the release's RBAC, webhooks, Services and configuration."""
+    out = copy.deepcopy(docs)
+    _ns, deploy = CONTROLLERS[component]
+    found = False
+    for doc in out:
+        if doc.get("kind") != "Deployment" or doc["metadata"]["name"] != deploy:
+            continue
+        for c in doc["spec"]["template"]["spec"]["containers"]:
+            if c["name"] == "manager":
+                c["image"], c["imagePullPolicy"], found = image, "IfNotPresent", True
+    if not found:
+        raise InfraError(f"{component}'s config/default has no Deployment {deploy} with a manager container")
+    return out
+
+
+def pod_network(image: str, endpoint: str) -> list[dict[str, Any]]:
+    """The pod network daemon (`toolchain/kindnode/cni-daemon`) on every node, and what it reads."""
+    labels = {"app": CNI_NAME}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": CNI_NAME, "namespace": CNI_NAMESPACE}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": CNI_NAME},
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": CNI_NAME},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CNI_NAME},
+            "subjects": [{"kind": "ServiceAccount", "name": CNI_NAME, "namespace": CNI_NAMESPACE}],
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": CNI_NAME, "namespace": CNI_NAMESPACE},
+            "spec": {
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": CNI_NAME,
+                        "hostNetwork": True,
+                        "priorityClassName": "system-node-critical",
+                        "tolerations": [{"operator": "Exists"}],
+                        "containers": [
+                            {
+                                "name": "cni",
+                                "image": image,
+                                "imagePullPolicy": "IfNotPresent",
+                                "env": [
+                                    {"name": "CONTROL_PLANE_ENDPOINT", "value": endpoint},
+                                    {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                                ],
+                                "securityContext": {"privileged": True},
+                                "volumeMounts": [{"name": "cni-conf", "mountPath": "/host/etc/cni/net.d"}],
+                                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                            }
+                        ],
+                        "volumes": [
+                            {"name": "cni-conf", "hostPath": {"path": "/etc/cni/net.d", "type": "DirectoryOrCreate"}}
+                        ],
+                    },
+                },
+            },
+        },
+    ]
+
+
+def _sha12(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:12]
 
 
 @dataclass
@@ -168,6 +302,7 @@ class KindCluster:
     run: Runner = subprocess_runner
     sleep: Callable[[float], None] = time.sleep
     log: list[str] = field(default_factory=list)
+    env: dict[str, str] | None = None  # the engine's DOCKER_HOST for kind and docker
 
     @property
     def kubeconfig(self) -> Path:
@@ -180,6 +315,10 @@ class KindCluster:
     @property
     def handle_file(self) -> Path:
         return self.state_dir / "handle.json"
+
+    @property
+    def engine_file(self) -> Path:
+        return self.state_dir / "engine.json"
 
     creates = True  # base.Provider: this provider brings clusters up and down
 
@@ -200,26 +339,28 @@ class KindCluster:
 
     # -- plans (pure) --------------------------------------------------------------------
 
-    def engine_check(self) -> Cmd:
-        return Cmd((self.tools.docker, "info", "--format", "{{.ServerVersion}}"), "a Docker engine answers")
-
-    def plan_create(self) -> list[Cmd]:
+    def plan_create(self, node_image: str | None) -> list[Cmd]:
         argv = [
-            self.tools.kind,
-            "create",
-            "cluster",
-            "--name",
-            self.name,
-            "--config",
-            str(self.config_file),
-            "--kubeconfig",
-            str(self.kubeconfig),
-            "--wait",
-            f"{int(self.profile.ready_seconds)}s",
+            self.tools.kind, "create", "cluster", "--name", self.name, "--config", str(self.config_file),
+            "--kubeconfig", str(self.kubeconfig), "--retain",
+        ]  # fmt: skip
+        if node_image:
+            argv += ["--image", node_image]
+        return [Cmd(tuple(argv), "create the cluster from the generated config")]
+
+    def plan_network(self, image: str) -> list[Cmd]:
+        """The pod network, then every node Ready, then the labels the kubelet may not set."""
+        timeout = f"--timeout={int(self.profile.ready_seconds)}s"
+        endpoint = f"{self.name}-control-plane:6443"
+        steps = [
+            Cmd(self.load(image), f"load the pod network image {image}"),
+            Cmd(
+                self._kubectl("apply", "--server-side", "-f", "-"),
+                "install the pod network",
+                stdin=yaml.safe_dump_all(pod_network(image, endpoint)),
+            ),
+            Cmd(self._kubectl("wait", "node", "--all", "--for=condition=Ready", timeout), "every node Ready"),
         ]
-        if self.settings.get("node_image"):
-            argv += ["--image", str(self.settings["node_image"])]
-        steps = [Cmd(tuple(argv), "create the cluster from the generated config")]
         for node, labels in workers(self.profile.topology, self.name):
             restricted = [f"{k}={v}" for k, v in sorted(labels.items()) if _restricted(k)]
             if restricted:
@@ -227,6 +368,9 @@ class KindCluster:
                     Cmd(self._kubectl("label", "node", node, "--overwrite", *restricted), "labels kubelet may not set")
                 )
         return steps
+
+    def load(self, *images: str) -> tuple[str, ...]:
+        return (self.tools.kind, "load", "docker-image", *images, "--name", self.name)
 
     def gpu_patch(self, node: str) -> Cmd:
         t = self.profile.topology
@@ -240,44 +384,25 @@ class KindCluster:
             f"advertise {t.gpus_per_node} {t.gpu_resource} on {node}",
         )
 
-    def plan_install(self) -> list[Cmd]:
-        """Load local images, apply both release manifests (server-side: Kueue's CRDs exceed the
-        client-side annotation limit), swap in local images, wait for the controllers, create the
-        Kueue Topology and ResourceFlavor (retried: the webhook may not serve yet)."""
-        steps: list[Cmd] = []
-        images = {c: self.settings.get(f"{c}_image") for c in CONTROLLERS}
-        for comp, image in images.items():
-            if image:
-                steps.append(
-                    Cmd(
-                        (self.tools.kind, "load", "docker-image", str(image), "--name", self.name), f"load {comp} image"
-                    )
+    def plan_install(self, controllers: dict[str, tuple[str, list[dict[str, Any]]]], workload: list[str]) -> list[Cmd]:
+        """Load the controller and workload images, apply both rendered manifests server-side
+        (Kueue's CRDs exceed the client-side annotation limit), wait for the controllers,
+        advertise GPUs, create the Kueue Topology and ResourceFlavor (retried: the webhook may
+        not serve yet). `controllers`: component -> (image, rendered docs)."""
+        steps = [
+            Cmd(
+                self.load(*[img for img, _ in controllers.values()], *workload),
+                "load the controller and workload images",
+            )
+        ]
+        for comp, (image, docs) in controllers.items():
+            steps.append(
+                Cmd(
+                    self._kubectl("apply", "--server-side", "--force-conflicts", "-f", "-"),
+                    f"install {comp} ({image})",
+                    stdin=manifests.dump(docs),
                 )
-        for comp in CONTROLLERS:
-            url = release_manifest_url(comp, self.profile.versions[comp])
-            steps.append(Cmd(self._kubectl("apply", "--server-side", "-f", url), f"install {comp} from {url}"))
-        for comp, (ns, deploy) in CONTROLLERS.items():
-            image = images[comp]
-            if image:
-                patch = {
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "containers": [
-                                    {"name": "manager", "image": str(image), "imagePullPolicy": "IfNotPresent"}
-                                ]
-                            }
-                        }
-                    }
-                }
-                steps.append(
-                    Cmd(
-                        self._kubectl(
-                            "-n", ns, "patch", "deployment", deploy, "--type=strategic", "-p", json.dumps(patch)
-                        ),
-                        f"run the locally built {comp} image {image}",
-                    )
-                )
+            )
         timeout = f"--timeout={int(self.profile.ready_seconds)}s"
         for comp, (ns, deploy) in CONTROLLERS.items():
             steps.append(
@@ -295,7 +420,7 @@ class KindCluster:
                 self._kubectl("apply", "--server-side", "-f", "-"),
                 "Kueue Topology and ResourceFlavor",
                 stdin=yaml.safe_dump_all(kueue_objs),
-                attempts=10,
+                attempts=15,
             )
         )
         steps.append(Cmd(self._kubectl("-n", "default", "get", "serviceaccount", "default"), "default SA", attempts=30))
@@ -308,7 +433,7 @@ class KindCluster:
         out = Completed(1)
         for attempt in range(1, cmd.attempts + 1):
             self.log.append(cmd.line())
-            out = self.run(cmd.argv, cmd.stdin)
+            out = self.run(cmd.argv, cmd.stdin, self.env)
             if out.returncode == 0:
                 return out
             if attempt < cmd.attempts:
@@ -316,35 +441,123 @@ class KindCluster:
         first = (out.stderr.strip().splitlines() or out.stdout.strip().splitlines() or ["no output"])[0]
         raise InfraError(f"kind provider: {cmd.why} failed: `{' '.join(cmd.argv[:4])} ...`: {first}")
 
-    def check_engine(self) -> None:
-        cmd = self.engine_check()
-        out = self.run(cmd.argv, None)
-        if out.returncode != 0:
-            why = (out.stderr.strip().splitlines() or ["no output"])[-1]
-            raise UserError(
-                f"the kind provider needs a running Docker engine and `{self.tools.docker} info` failed ({why}); "
-                f"start Docker or use the local provider (--provider local)"
-            )
+    def engine(self, progress: Progress) -> engines.Engine:
+        mode = str(self.settings.get("engine") or "auto")
+        engine = engines.ensure(mode, self.tools.docker, progress)
+        self.env = engine.env()
+        return engine
+
+    def _network(self, engine: engines.Engine) -> None:
+        """On the private engine, kind's network without outbound masquerade (kind would create
+        it with masquerade on), and its bridge let through a host FORWARD chain that drops."""
+        if not engine.private:
+            return
+        if not engine.run("network", "ls", "-q", "--filter", f"name=^{NETWORK}$").strip():
+            engine.run(
+                "network", "create", "-d", "bridge",
+                "-o", f"com.docker.network.bridge.name={BRIDGE}",
+                "-o", "com.docker.network.bridge.enable_ip_masquerade=false",
+                "-o", "com.docker.network.driver.mtu=1500",
+                "--subnet", str(self.settings.get("subnet") or "172.29.0.0/16"),
+                NETWORK,
+            )  # fmt: skip
+        engines.allow_forward(BRIDGE)
+
+    def _binary(self, component: str, name: str, progress: Progress) -> Path:
+        given = self.profile.binaries.get(name)
+        if given:
+            return Path(given)
+        return build(component, self.profile.versions[component], self.profile.sources.get(component), progress) / name
+
+    def _node_inputs(self, progress: Progress) -> nodeimage.NodeInputs:
+        s = self.settings
+        k8s, node = self.profile.versions["kubernetes"], "kubernetes-node"
+        bins: dict[str, Path] = {}
+        for b in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"):
+            bins[b] = self._binary("kubernetes", b, progress)
+        bins["etcd"] = self._binary("etcd", "etcd", progress)
+        node_dir = build(node, k8s, None, progress)
+        for b in ("kubelet", "kubeadm", "kube-proxy", "agnhost"):
+            bins[b] = node_dir / b
+        bins["coredns"] = build("coredns", str(s.get("coredns_version") or "v1.14.3"), None, progress) / "coredns"
+        bins["crictl"] = build("crictl", str(s.get("crictl_version") or "v1.36.0"), None, progress) / "crictl"
+        busybox = shutil.which("busybox") or "/bin/busybox"
+        if not Path(busybox).is_file():
+            raise UserError("the kind workload image needs Debian's static busybox (`scripts/bootstrap --kind`)")
+        bins["busybox"] = Path(busybox)
+        return nodeimage.NodeInputs(
+            kubernetes=k8s,
+            etcd=self.profile.versions["etcd"],
+            coredns=str(s.get("coredns_version") or "v1.14.3"),
+            kind_version=str(s.get("version") or "v0.33.0"),
+            binaries=bins,
+            mirror=str(s.get("debian_mirror") or nodeimage.NodeInputs.mirror),
+        )
+
+    def images(self, engine: engines.Engine, progress: Progress) -> dict[str, str]:
+        """Every image the cluster runs, present on `engine`: node, pod network, workloads,
+        controllers (name -> reference)."""
+        refs: dict[str, str] = {}
+        given = self.settings.get("node_image")
+        built = nodeimage.ensure(engine, self._node_inputs(progress), progress, node=not given)
+        refs["node"], refs["cni"] = str(given or built.node), built.cni
+        agnhost = built.agnhost
+        refs["agnhost"] = agnhost
+        for name, tag in WORKLOAD_TAGS.items():
+            ref = f"{nodeimage.LOCAL}/workload:{self.profile.versions['kubernetes']}-{tag}"
+            engine.run("tag", agnhost, ref)
+            refs[name] = ref
+        for comp in CONTROLLERS:
+            binary = self._binary(comp, comp, progress)
+            ref = f"{nodeimage.LOCAL}/{comp}:{self.profile.versions[comp]}-{_sha12(binary)}"
+            if not nodeimage.present(engine, ref, _sha12(binary)):
+                nodeimage.import_image(
+                    engine, ref, [("/manager", binary, 0o755)],
+                    ['ENTRYPOINT ["/manager"]', "USER 65532:65532"], _sha12(binary),
+                )  # fmt: skip
+            refs[comp] = ref
+        return refs
+
+    def _controller_docs(self, comp: str, image: str) -> list[dict[str, Any]]:
+        source = self.profile.sources.get(comp)
+        key = bincache.source_key(source) if source else self.profile.versions[comp]
+        cache_file = bincache.cache_root() / "manifests" / f"{comp}-{key}.json"
+        if source:
+            cache_file = self.state_dir / "manifests" / f"{comp}-{key}.json"
+        docs = manifests.render(Path(self.tools.kubectl), manifests_dir(self.profile, comp), cache_file)
+        return controller_docs(docs, comp, image)
 
     def up(self, progress: Progress) -> ClusterHandle:
         """Create the kind cluster and install LWS and Kueue, or return the one up already."""
         if self.running():
             progress(f"kind cluster '{self.name}' is already up")
             return ClusterHandle.from_json(self.handle_file.read_text())
-        self.check_engine()
+        engine = self.engine(progress)
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.config_file.write_text(yaml.safe_dump(kind_config(self.profile, self.name), sort_keys=False))
-        progress(f"creating kind cluster '{self.name}' ({self.profile.topology.nodes} workers)")
+        self.engine_file.write_text(json.dumps({"host": engine.host, "private": engine.private}))
+        started = time.monotonic()
+        refs = self.images(engine, progress)
+        local_image = not self.settings.get("node_image")
+        self.config_file.write_text(
+            yaml.safe_dump(kind_config(self.profile, self.name, local_image=local_image), sort_keys=False)
+        )
+        progress(f"creating kind cluster '{self.name}' on {engine.describe()} ({self.profile.topology.nodes} workers)")
         try:
-            for cmd in self.plan_create():
+            self._network(engine)
+            for cmd in self.plan_create(refs["node"]):
+                self.execute(cmd)
+            progress(f"kind cluster '{self.name}': pod network, nodes Ready")
+            for cmd in self.plan_network(refs["cni"]):
                 self.execute(cmd)
             progress(f"installing LWS {self.profile.versions['lws']} and Kueue {self.profile.versions['kueue']}")
-            for cmd in self.plan_install():
+            controllers = {c: (refs[c], self._controller_docs(c, refs[c])) for c in CONTROLLERS}
+            for cmd in self.plan_install(controllers, [refs[n] for n in (*WORKLOAD_TAGS, "agnhost")]):
                 self.execute(cmd)
             server = self._server_version()
         except BaseException:
             self.down()
             raise
+        progress(f"kind cluster '{self.name}' up in {time.monotonic() - started:.0f}s")
         versions = {"kubernetes": server, "lws": self.profile.versions["lws"], "kueue": self.profile.versions["kueue"]}
         handle = ClusterHandle(
             provider="kind",
@@ -354,6 +567,7 @@ class KindCluster:
             kueue_topology_name=self.profile.kueue_topology_name,
             kueue_flavor_name=self.profile.kueue_flavor_name,
             capabilities=CAPABILITIES,
+            images={test_images.IMAGES[n][0]: refs[n] for n in (*WORKLOAD_TAGS, "agnhost")},
         )
         self.handle_file.write_text(handle.to_json())
         return handle
@@ -365,11 +579,34 @@ class KindCluster:
         except (ValueError, KeyError) as exc:
             raise InfraError(f"kind provider: unreadable `kubectl version -o json` output ({exc})") from None
 
+    def _known_engine(self) -> None:
+        """The engine `up` used (down and faults run after a new lwsc process starts)."""
+        if self.env is None and self.engine_file.is_file():
+            data = json.loads(self.engine_file.read_text())
+            self.env = engines.Engine(data["host"], data["private"], self.tools.docker).env()
+
     def down(self) -> None:
+        """Delete the cluster; stop the private engine when no harness cluster is left on it."""
+        self._known_engine()
+        private = self.env is not None and self.env.get("DOCKER_HOST", "") == engines.private_host()
         self.run(
-            (self.tools.kind, "delete", "cluster", "--name", self.name, "--kubeconfig", str(self.kubeconfig)), None
+            (self.tools.kind, "delete", "cluster", "--name", self.name, "--kubeconfig", str(self.kubeconfig)),
+            None,
+            self.env,
         )
         shutil.rmtree(self.state_dir, ignore_errors=True)
+        if private:
+            self.stop_idle_engine()
+
+    def stop_idle_engine(self) -> None:
+        """Stop the private engine (its images stay in its data root) unless a kind cluster of
+        the harness still runs on it."""
+        engine = engines.Engine(engines.private_host(), True, self.tools.docker)
+        if not engines.running() or not engines.answers(engine):
+            return
+        if not engine.run("ps", "-aq", "--filter", "label=io.x-k8s.kind.cluster", check=False).strip():
+            engine.run("network", "rm", NETWORK, check=False)
+            engines.stop()
 
     def advertise_gpus(self, only: Sequence[str] | None = None) -> None:
         """(Re-)advertise the fake GPUs; call after any node-level fault."""
@@ -380,7 +617,25 @@ class KindCluster:
     def restart_node(self, node: str) -> None:
         """Node-level fault: restart a worker's container, wait for Ready, re-advertise its GPUs
         (the kubelet re-registers and may drop capacity it does not own)."""
+        self._known_engine()
         self.execute(Cmd((self.tools.docker, "restart", node), f"restart node {node}"))
         timeout = f"--timeout={int(self.profile.ready_seconds)}s"
         self.execute(Cmd(self._kubectl("wait", f"node/{node}", "--for=condition=Ready", timeout), f"{node} Ready"))
         self.advertise_gpus([node])
+
+
+def built_tool(profile: Profile, progress: Progress) -> Callable[[str], str]:
+    """kind and kubectl as the harness builds them (cached by version)."""
+
+    def get(name: str) -> str:
+        if name == "kind":
+            version = str(kind_settings(profile).get("version") or "v0.33.0")
+            return str(build("kind", version, None, progress) / "kind")
+        if name == "kubectl":
+            given = profile.binaries.get("kubectl")
+            if given:
+                return str(given)
+            return str(build("kubernetes", profile.versions["kubernetes"], None, progress) / "kubectl")
+        raise ValueError(name)
+
+    return get

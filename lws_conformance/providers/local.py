@@ -23,7 +23,7 @@ from ..toolchain.gobuild import Progress
 from . import process, reuse
 from .base import ClusterHandle
 from .boot import BootSequence
-from .components import ORDER, state_root
+from .components import COVERAGE_GRACE, ORDER, state_root
 from .existing import release_run
 from .ports import claim_port_range, release_port_range
 
@@ -106,13 +106,13 @@ class LocalCluster(BootSequence):
         """Fault hook: stop one process (e.g. the LWS controller) without touching the rest."""
         for rec in self.records():
             if rec.name == component:
-                process.stop(rec)
+                process.stop(rec, grace=COVERAGE_GRACE if self.coverage_env(component) else 3.0)
 
     def start_component(self, component: str) -> None:
         """Fault hook: restart a component stopped by `stop_component`, with its saved argv."""
         argv_file = self.dir / "argv" / f"{component}.yaml"
         argv = yaml.safe_load(argv_file.read_text())
-        rec = process.start(component, argv, self.log(component), self.pid_dir)
+        rec = process.start(component, argv, self.log(component), self.pid_dir, env=self.coverage_env(component))
         self._wait_component(rec, time.monotonic() + self.profile.ready_seconds)
 
     def replace_controller(self, component: str, to: Profile, progress: Progress) -> None:
@@ -138,7 +138,7 @@ class LocalCluster(BootSequence):
             self._wait_crds(api, crds, deadline)
         finally:
             api.close()
-        rec = self._launch(component, [str(bins[component]), *argv[1:]])
+        rec = self._launch(component, [str(bins[component]), *argv[1:]], to)
         self._wait_component(rec, deadline)
         gone = {(h["kind"], h["metadata"]["name"]) for h in old_hooks} - {
             (h["kind"], h["metadata"]["name"]) for h in hooks

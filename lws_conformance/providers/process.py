@@ -97,9 +97,14 @@ def _await_exec(proc: subprocess.Popen[bytes], exe: str, limit: float = 30.0) ->
 
 def stop(rec: ProcRecord, grace: float = 3.0) -> None:
     """SIGTERM the process group, SIGKILL after `grace` seconds."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        if not _signal_and_wait([rec], sig, grace):
-            return
+    stop_all([rec], grace)
+
+
+def stop_all(recs: list[ProcRecord], grace: float = 3.0) -> None:
+    """SIGTERM the process groups of `recs` at once, SIGKILL those still running after `grace` s."""
+    left = _signal_and_wait(recs, signal.SIGTERM, grace)
+    if left:
+        _signal_and_wait(left, signal.SIGKILL, grace)
 
 
 def kill_all(recs: list[ProcRecord], limit: float = 10.0) -> None:

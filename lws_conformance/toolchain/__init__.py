@@ -8,9 +8,24 @@ from ..errors import UserError
 from ..profile import Profile
 from . import cache, diskspace, download
 from .gobuild import Progress, build, module_dir, module_download
-from .recipes import RECIPES
+from .recipes import COVERAGE_COMPONENTS, RECIPES
 
-__all__ = ["ensure_binaries", "manifests_dir", "missing"]
+__all__ = ["coverage_dir", "covered", "ensure_binaries", "manifests_dir", "missing"]
+
+
+def covered(profile: Profile, component: str) -> bool:
+    """Is `component` built coverage-instrumented? Profile key build.coverage: true (LWS and
+    Kueue), or a list of them (an upgrade's start version is left out, `Profile.upgrade_start`)."""
+    wanted = (profile.raw.get("build") or {}).get("coverage")
+    return component in COVERAGE_COMPONENTS and (wanted is True or (isinstance(wanted, list) and component in wanted))
+
+
+def coverage_dir(profile: Profile, cluster: str) -> Path:
+    """Where the instrumented controllers of cluster `cluster` write their counters ($GOCOVERDIR):
+    build.coverage_dir, else <cache>/coverage/<cluster>. Shared by every process and restart
+    (Go names each file by process and time), kept after the cluster is brought down."""
+    given = (profile.raw.get("build") or {}).get("coverage_dir")
+    return Path(str(given)).resolve() if given else cache.cache_root() / "coverage" / cluster
 
 
 def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
@@ -25,7 +40,7 @@ def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
     for component, recipe in RECIPES.items():
         needed = not all(profile.binaries.get(b) for b in recipe.binaries)
         version, source = profile.versions[component], profile.sources.get(component)
-        entry = cache.bin_dir(component, version)
+        entry = cache.bin_dir(component, version, coverage=covered(profile, component))
         cached = entry.is_dir() and cache.damaged(entry, recipe.binaries) is None
         if needed and not source and not cached:
             missing.append(component)
@@ -44,7 +59,13 @@ def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
             for name, path in overrides.items():
                 found[name] = _checked(name, Path(str(path)))
             continue
-        directory = build(component, profile.versions[component], profile.sources.get(component), progress)
+        directory = build(
+            component,
+            profile.versions[component],
+            profile.sources.get(component),
+            progress,
+            coverage=covered(profile, component),
+        )
         for name in recipe.binaries:
             override = overrides[name]
             found[name] = _checked(name, Path(override) if override else directory / name)
@@ -58,7 +79,7 @@ def missing(profile: Profile) -> list[str]:
         if all(profile.binaries.get(b) for b in recipe.binaries):
             continue
         version = profile.versions[component]
-        directory = cache.bin_dir(component, version, profile.sources.get(component))
+        directory = cache.bin_dir(component, version, profile.sources.get(component), covered(profile, component))
         if not all((directory / b).is_file() for b in recipe.binaries):
             todo.append(f"{component} {version}")
     return todo

@@ -27,8 +27,12 @@ def source_key(source: str) -> str:
     return "src-" + hashlib.sha256(str(Path(source).resolve()).encode()).hexdigest()[:12]
 
 
-def bin_dir(component: str, version: str, source: str | None = None) -> Path:
-    return cache_root() / "bin" / component / (source_key(source) if source else version)
+COVER_SUFFIX = "-cover"  # a coverage-instrumented build (profile key build.coverage) beside the plain one
+
+
+def bin_dir(component: str, version: str, source: str | None = None, coverage: bool = False) -> Path:
+    key = source_key(source) if source else version
+    return cache_root() / "bin" / component / (key + COVER_SUFFIX if coverage else key)
 
 
 def build_dir(component: str, key: str) -> Path:

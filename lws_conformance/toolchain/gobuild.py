@@ -19,12 +19,12 @@ from pathlib import Path
 
 from ..errors import InfraError, UserError
 from . import cache
-from .recipes import RECIPES, Recipe, kubernetes_staging_replaces, ldflags, tools_go, wrapper_go_mod
+from .recipes import ALL_RECIPES, Recipe, cover_flags, kubernetes_staging_replaces, ldflags, tools_go, wrapper_go_mod
 
 Progress = Callable[[str], None]
 TRANSIENT = "\r"  # a progress message starting with it may be rewritten in place on a terminal
 # Packages a cold `go build -v` compiles (measured here); the first estimate before any build of ours.
-COLD_PACKAGES = {"etcd": 650, "kubernetes": 2550, "kwok": 630, "lws": 655, "kueue": 1315}
+COLD_PACKAGES = {"etcd": 650, "kubernetes": 2550, "kwok": 630, "lws": 655, "kueue": 1315, "kind": 250}
 
 
 def go_binary() -> str:
@@ -72,11 +72,11 @@ def module_dir(component: str, version: str, source: str | None) -> Path:
     if source:
         return Path(source).resolve()
     memo = cache.cache_root() / "moddirs.json"
-    key = f"{RECIPES[component].module}@{version}"
+    key = f"{ALL_RECIPES[component].module}@{version}"
     known: dict[str, str] = json.loads(memo.read_text()) if memo.is_file() else {}
     if key in known and Path(known[key]).is_dir():
         return Path(known[key])
-    directory = module_download(RECIPES[component].module, version)["Dir"]
+    directory = module_download(ALL_RECIPES[component].module, version)["Dir"]
     known[key] = directory
     memo.parent.mkdir(parents=True, exist_ok=True)
     tmp = memo.with_suffix(f".{os.getpid()}.tmp")
@@ -150,10 +150,12 @@ def _packages_seen(component: str, count: int | None = None) -> int | None:
     return stats.get(component, COLD_PACKAGES.get(component))
 
 
-def build(component: str, version: str, source: str | None, progress: Progress) -> Path:
-    """Build (or reuse from cache) one component; returns the directory with its binaries."""
-    recipe: Recipe = RECIPES[component]
-    out = cache.bin_dir(component, version, source)
+def build(component: str, version: str, source: str | None, progress: Progress, coverage: bool = False) -> Path:
+    """Build (or reuse from cache) one component; returns the directory with its binaries.
+    `coverage`: instrumented for Go coverage (`recipes.cover_flags`), cached apart from the plain
+    build."""
+    recipe: Recipe = ALL_RECIPES[component]
+    out = cache.bin_dir(component, version, source, coverage)
     key = out.name
     with cache.locked(f"{component}-{key}"):
         # A module version, or a git snapshot (immutable: keyed by commit), is built once.
@@ -169,7 +171,7 @@ def build(component: str, version: str, source: str | None, progress: Progress) 
         log = work / "build.log"
         log.write_text("")
         replaces: dict[str, str] = {}
-        if component == "kubernetes" and not source:
+        if recipe.module == "k8s.io/kubernetes" and not source:
             go_mod_path = module_download(recipe.module, version)["GoMod"]
             replaces = kubernetes_staging_replaces(Path(go_mod_path).read_text(), version)
         elif not source:
@@ -177,13 +179,14 @@ def build(component: str, version: str, source: str | None, progress: Progress) 
         (work / "go.mod").write_text(wrapper_go_mod(recipe, version, replaces, source))
         (work / "tools.go").write_text(tools_go(recipe))
         (work / "go.sum").unlink(missing_ok=True)
-        label = f"{component} {source or version}"
+        label = f"{component} {source or version}{' (coverage)' if coverage else ''}"
         progress(f"{label}: resolving modules (log: {log})")
         _run_with_progress([go, "mod", "tidy"], work, log, f"{label} go mod tidy", progress)
         tmp = out.with_name(out.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        cmd = [go, "build", "-v", "-trimpath", "-ldflags", ldflags(recipe, version), "-o"]
+        cmd = [go, "build", "-v", "-trimpath", *(cover_flags(recipe) if coverage else [])]
+        cmd += ["-ldflags", ldflags(recipe, version), "-o"]
         if len(recipe.binaries) == 1:
             ((name, pkg),) = recipe.binaries.items()
             cmd += [str(tmp / name), pkg]
@@ -191,7 +194,7 @@ def build(component: str, version: str, source: str | None, progress: Progress) 
             cmd += [str(tmp) + "/", *recipe.binaries.values()]
         started = time.monotonic()
         packages = _run_with_progress(cmd, work, log, f"{label} build", progress, _packages_seen(component))
-        if packages > 20 and not source:
+        if packages > 20 and not source and not coverage:
             _packages_seen(component, packages)
         if len(recipe.binaries) > 1:
             for name, pkg in recipe.binaries.items():

@@ -46,6 +46,27 @@ RECIPES: dict[str, Recipe] = {
     ),
 }
 
+# What only the kind provider needs: the node's own Kubernetes binaries (and the e2e test image
+# agnhost, from the same module set as the control plane), kind itself, CoreDNS and crictl.
+# Built on demand (`lwsc build --kind`, or the first `lwsc --profile kind up`), never for the
+# local cluster. Versions: kubernetes-node follows versions.kubernetes; the others are kind.* keys.
+KIND_RECIPES: dict[str, Recipe] = {
+    "kubernetes-node": Recipe(
+        "kubernetes-node",
+        "k8s.io/kubernetes",
+        {
+            "kubelet": "k8s.io/kubernetes/cmd/kubelet",
+            "kubeadm": "k8s.io/kubernetes/cmd/kubeadm",
+            "kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy",
+            "agnhost": "k8s.io/kubernetes/test/images/agnhost",
+        },
+    ),
+    "kind": Recipe("kind", "sigs.k8s.io/kind", {"kind": "sigs.k8s.io/kind"}),
+    "coredns": Recipe("coredns", "github.com/coredns/coredns", {"coredns": "github.com/coredns/coredns"}),
+    "crictl": Recipe("crictl", "sigs.k8s.io/cri-tools", {"crictl": "sigs.k8s.io/cri-tools/cmd/crictl"}),
+}
+ALL_RECIPES = {**RECIPES, **KIND_RECIPES}
+
 BINARY_COMPONENT = {b: r.component for r in RECIPES.values() for b in r.binaries}
 
 _K8S_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)$")
@@ -66,7 +87,7 @@ def ldflags(recipe: Recipe, version: str) -> str:
     flags = ["-s", "-w"]
     for var in recipe.version_vars:
         flags.append(f"-X {var}={version}")
-    if recipe.component == "kubernetes":
+    if recipe.module == "k8s.io/kubernetes":
         m = _K8S_VERSION.match(version)
         if not m:
             raise ValueError(f"kubernetes version {version!r} is not a release like v1.36.3")
@@ -80,6 +101,20 @@ def ldflags(recipe: Recipe, version: str) -> str:
                 f"-X {pkg}.buildDate=1970-01-01T00:00:00Z",
             ]
     return " ".join(flags)
+
+
+# Components a coverage build (profile key build.coverage) instruments: the controllers under test.
+COVERAGE_COMPONENTS = ("lws", "kueue")
+
+
+def cover_flags(recipe: Recipe) -> list[str]:
+    """`go build` flags of a coverage-instrumented build: every package of the component's own
+    module counted (atomic counters: the controllers are concurrent), none of its dependencies.
+    The binary writes its counters to $GOCOVERDIR when it exits normally (main returns or
+    os.Exit, which a controller does on SIGTERM), not when it is killed."""
+    if recipe.component not in COVERAGE_COMPONENTS:
+        raise ValueError(f"{recipe.component} is not built with coverage (only {', '.join(COVERAGE_COMPONENTS)})")
+    return ["-cover", "-covermode=atomic", f"-coverpkg={recipe.module}/..."]
 
 
 def wrapper_go_mod(recipe: Recipe, version: str, replaces: dict[str, str], source: str | None) -> str:

@@ -20,11 +20,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from lws_conformance import workloads
+from lws_conformance import images, workloads
 from lws_conformance.chaos import actions
 from lws_conformance.chaos.probes import steady_state_violations
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.execute import run_in_pod
+from lws_conformance.k8s.wait import scale
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import Scenario
 
@@ -209,6 +211,7 @@ def test_restart_policy_none_replaces_only_the_failed_pod(
             assert _group(after, name, 1) == _group(before, name, 1), "group 1 was touched"
             return
         if replaced == "pod":
+
             def replaced_alone(ps: list[Obj]) -> list[Obj] | None:
                 mine = [p for p in P.live(ps) if p["metadata"]["name"] == target]
                 new = any(p["metadata"]["uid"] != before[target] for p in mine)
@@ -237,6 +240,84 @@ def test_restart_policy_none_replaces_only_the_failed_pod(
             uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in P.live(sc.pods(f"{PFX}name={name}"))}
             assert uids == before, "a container restart under None replaced a pod"
         assert not _recreate_group_events(sc) or replaced == "group", "RecreateGroup event under restartPolicy None"
+
+
+# -- a container that exits on its own (real kubelets) -------------------------------------------
+EXIT_CODE = 3
+# The worker's process exits on its own once the test drops a file (no API write is involved):
+# the kubelet sees the exit and restarts the container (restartPolicy Always).
+EXITING = f"while [ ! -e /tmp/exit ]; do sleep 0.2; done; exit {EXIT_CODE}"
+
+
+def _exiting_lws(name: str, policy: str) -> Obj:
+    obj = _lws(name, policy, replicas=2, size=2)
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    for key in ("leaderTemplate", "workerTemplate"):
+        spec = lwt[key]["spec"]
+        spec["terminationGracePeriodSeconds"] = 1
+        c = spec["containers"][0]
+        c.pop("ports", None)
+        c.update(image=images.ref("agnhost"), command=["/bin/sh", "-c", EXITING])
+    return obj
+
+
+def _exit_container(sc: Scenario, pod: str) -> None:
+    """Make the container's own process exit (it ends its loop), as a crash would."""
+    container = sc.core.read_namespaced_pod(pod, sc.namespace).spec.containers[0].name
+    ran = run_in_pod(sc.api, sc.namespace, pod, container, ["/bin/sh", "-c", "> /tmp/exit"], timeout=30 * scale())
+    assert ran.returncode == 0, f"could not signal {pod}'s process to exit: {ran}"
+
+
+def _restarted(pod: Obj) -> int:
+    return sum(int(c.get("restartCount") or 0) for c in (pod.get("status") or {}).get("containerStatuses") or [])
+
+
+@pytest.mark.requirement("CHAOS-RESTART-008")
+def test_a_container_exiting_on_its_own_recreates_its_group(scenario: Scenario) -> None:
+    """Under RecreateGroupOnPodRestart a worker's process that exits by itself (the kubelet
+    restarts the container) makes LWS recreate the whole group; the other group keeps its pods."""
+    sc, name, group = scenario, "ex", 1
+    sc.require_real_kubelet()
+    lws = sc.create(_exiting_lws(name, "RecreateGroupOnPodRestart"))
+    before = _steady(sc, lws, timeout=180 * scale())
+    _exit_container(sc, f"{name}-{group}-1")
+    after = _wait_group_recreated(sc, lws, group, before, timeout=120 * scale())
+    assert _group(after, name, 0) == _group(before, name, 0), "group 0 was touched by group 1's recreation"
+
+
+@pytest.mark.requirement("CHAOS-RESTART-009")
+def test_under_none_a_container_exiting_on_its_own_only_restarts_itself(scenario: Scenario) -> None:
+    """Under restartPolicy None the same exit restarts that container in place (its restartCount
+    grows, the pod keeps its UID) and no pod of any group is recreated."""
+    sc, name = scenario, "exn"
+    sc.require_real_kubelet()
+    lws = sc.create(_exiting_lws(name, "None"))
+    before = _steady(sc, lws, timeout=180 * scale())
+    target = f"{name}-0-1"
+    _exit_container(sc, target)
+
+    def restarted(ps: list[Obj]) -> list[Obj] | None:
+        mine = [p for p in P.live(ps) if p["metadata"]["name"] == target]
+        return ps if mine and _restarted(mine[0]) >= 1 and not steady_state_violations(lws, ps) else None
+
+    sc.wait_pods(
+        restarted,
+        f"{target}'s container restarted by the kubelet and every group Ready",
+        timeout=120 * scale(),
+        selector=f"{PFX}name={name}",
+    )
+    changed = sc.observe_pods(
+        lambda ps: (
+            sorted(
+                n for n, u in {p["metadata"]["name"]: p["metadata"]["uid"] for p in ps}.items() if before.get(n) != u
+            )
+            or None
+        ),
+        duration=WINDOW,
+        selector=f"{PFX}name={name}",
+    )
+    assert changed is None, f"restartPolicy None recreated pods after {target}'s container exited: {changed}"
+    assert not _recreate_group_events(sc), "RecreateGroup event under restartPolicy None"
 
 
 # -- RecreateGroupAfterStart -------------------------------------------------------------------

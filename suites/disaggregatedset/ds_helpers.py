@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from lws_conformance import images
 from lws_conformance.catalogue import reached
 from lws_conformance.k8s.wait import scale
 from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
@@ -20,7 +21,6 @@ GROUP, VERSION, PLURAL = "disaggregatedset.x-k8s.io", "v1", "disaggregatedsets"
 API = f"{GROUP}/{VERSION}"
 PREFIX = "disaggregatedset.x-k8s.io/"
 SET, ROLE, REVISION, SLICE = PREFIX + "name", PREFIX + "role", PREFIX + "revision", PREFIX + "slice"
-IMAGE = "registry.k8s.io/nginx-slim:0.27"
 # "Must never happen" window: the controller creates Services ~1 s after the roles turn ready
 # (measured on the local cluster, 2 shared cores); 5 s covers several reconciles, scaled.
 OBSERVE_SECONDS = 5.0
@@ -61,11 +61,12 @@ def child_name(sc: Scenario, set_name: str, revision: str, role: str, slice_inde
     return f"{set_name}-{slice_index}-{revision}-{role}" if sliced(sc) else f"{set_name}-{revision}-{role}"
 
 
-def container(name: str, image: str = IMAGE) -> Obj:
-    return {"name": name, "image": image, "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
+def container(name: str, image: str | None = None) -> Obj:
+    requests = {"cpu": "100m", "memory": "64Mi"}
+    return {"name": name, "image": image or images.ref("workload"), "resources": {"requests": requests}}
 
 
-def role(name: str, replicas: int | None = 1, size: int = 1, *, image: str = IMAGE, **extra: Any) -> Obj:
+def role(name: str, replicas: int | None = 1, size: int = 1, *, image: str | None = None, **extra: Any) -> Obj:
     """One role: an LWS spec with a worker template (and a leader template when size > 1)."""
     lwt: Obj = {"size": size, "workerTemplate": {"spec": {"containers": [container("w", image)]}}}
     if size > 1:

@@ -17,6 +17,7 @@ from typing import Any
 import ds_helpers as D
 import pytest
 
+from lws_conformance import images
 from lws_conformance.claims import Claims
 from lws_conformance.errors import Failures
 from lws_conformance.observe import artifact_dir, check, disagg, disagg_picture, failures, record
@@ -24,7 +25,6 @@ from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
-NEW_IMAGE = "registry.k8s.io/nginx-slim:0.26"
 CLAIMED = {
     "ds-surge": "ROLL-DSSURGE-001",
     "ds-availability": "ROLL-DSAVAIL-001",
@@ -79,7 +79,7 @@ def test_kep_example_two_role_rollout(scenario: Scenario, claim: Claims, tmp_pat
     with record(sc.api, sc.namespace, disaggregated=True) as tl:
         sc.create(D.dset("kep", roles))
         old = D.wait_roles(sc, "kep", {"prefill": 5, "decode": 2}, "5 prefill and 2 decode groups ready")
-        D.set_image(sc, "kep", "prefill", NEW_IMAGE)
+        D.set_image(sc, "kep", "prefill", images.ref("workload-update"))
         _rolled(sc, "kep", {"prefill": 5, "decode": 2}, old["prefill"]["metadata"]["labels"][D.REVISION], claim)
     events = _verify(tl, tmp_path, "kep", "ds-kep-example", claim)
     with claim("ROLL-DSSTEP-002"):
@@ -109,7 +109,7 @@ def test_three_role_rollout(scenario: Scenario, claim: Claims, tmp_path: Path) -
             sc.wait_services(
                 lambda objs: len(D.services(objs, "tri", old_rev)) == 3 or None, "the 3 Services of the first revision"
             )
-        D.set_image(sc, "tri", "decode", NEW_IMAGE)
+        D.set_image(sc, "tri", "decode", images.ref("workload-update"))
         new = _rolled(sc, "tri", want, old_rev, claim)
     _verify(tl, tmp_path, "tri", "ds-three-roles", claim)
     new_rev = next(iter(new.values()))["metadata"]["labels"][D.REVISION]

@@ -16,7 +16,7 @@ from typing import Any
 import kueue_helpers as K
 import pytest
 
-from lws_conformance import workloads
+from lws_conformance import images, workloads
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import WaitTimeout, wait_for
@@ -26,7 +26,6 @@ from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
-NEW_IMAGE = "registry.k8s.io/nginx-slim:0.26"
 
 
 def _quota(cluster: ClusterHandle, gpus: int) -> dict[str, str]:
@@ -352,8 +351,9 @@ def test_percentage_max_surge_rollout_completes(scenario: Scenario, lwsc_cluster
     scenario.wait_pods(K.all_ready(replicas, size), "both groups Ready", selector=K.selector("ps"))
     uid = K.lws_uid(scenario, "ps")
     lwt = scenario.lws("ps")["spec"]["leaderWorkerTemplate"]
+    new_image = images.ref("workload-update")
     body = {
-        key: {"spec": {"containers": [{**c, "image": NEW_IMAGE} for c in lwt[key]["spec"]["containers"]]}}
+        key: {"spec": {"containers": [{**c, "image": new_image} for c in lwt[key]["spec"]["containers"]]}}
         for key in ("leaderTemplate", "workerTemplate")
     }
     scenario.patch_lws("ps", {"spec": {"leaderWorkerTemplate": body}})

@@ -20,6 +20,7 @@ from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import scale
 from lws_conformance.observe import record
+from lws_conformance.plugin import skip_private_on_kind
 from lws_conformance.providers.local import LocalCluster
 from lws_conformance.scenario import Scenario
 
@@ -38,6 +39,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def private_cluster(request: pytest.FixtureRequest, run_id: str, start: str | None) -> Iterator[LocalCluster]:
     """A local cluster of this test's own, running LWS `start`."""
+    skip_private_on_kind(request)
     with upgrades.start_cluster(request.config, run_id, "lws", start) as cluster:
         yield cluster
 

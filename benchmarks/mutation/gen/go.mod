@@ -1,0 +1,3 @@
+module lwsc.local/mutation-gen
+
+go 1.26.0

@@ -1,0 +1,173 @@
+"""What only a real kubelet shows: a worker reaches its leader through LWS_LEADER_ADDRESS.
+
+Multi-host inference rests on it: a worker finds its leader by the address LWS puts in its
+environment ("The address of the leader via the headless service"). Each worker container runs,
+through its own shell, `nslookup "$LWS_LEADER_ADDRESS"` and `nc -z` to the leader's serving port:
+the variable as the process sees it, resolved by the pod's own DNS configuration, over the pod
+network. Needs containers that run (kind, or a vendor's cluster): on the local cluster kwok runs
+none, so these tests read not-run there.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from lws_conformance import images, workloads
+from lws_conformance.chaos.probes import steady_state_violations
+from lws_conformance.claims import Claims
+from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.execute import run_in_pod
+from lws_conformance.k8s.wait import scale
+from lws_conformance.scenario import Scenario
+
+pytestmark = pytest.mark.cluster
+Obj = dict[str, Any]
+PFX = "leaderworkerset.sigs.k8s.io/"
+PORT = 8080
+PROBE = (
+    'echo "address=$LWS_LEADER_ADDRESS"; nslookup "$LWS_LEADER_ADDRESS" 2>&1; '
+    'if nc -z -w 5 "$LWS_LEADER_ADDRESS" ' + str(PORT) + "; then echo connected; else echo refused; fi"
+)
+
+
+def _lws(name: str, policy: str | None) -> Obj:
+    """Leaders serve TCP on PORT (agnhost netexec, Ready when the port answers); workers idle."""
+    obj = workloads.lws(name, replicas=2, size=3)
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    agnhost = images.ref("agnhost")
+    leader = lwt["leaderTemplate"]["spec"]["containers"][0]
+    leader.update(
+        image=agnhost,
+        args=["netexec", f"--http-port={PORT}"],
+        ports=[{"containerPort": PORT}],
+        readinessProbe={"tcpSocket": {"port": PORT}, "periodSeconds": 1},
+    )
+    leader.pop("command", None)
+    worker = lwt["workerTemplate"]["spec"]["containers"][0]
+    worker.update(image=agnhost, args=["pause"])
+    worker.pop("command", None)
+    worker.pop("ports", None)
+    for spec in (lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"]):
+        spec["terminationGracePeriodSeconds"] = 1
+    if policy:
+        obj["spec"]["networkConfig"] = {"subdomainPolicy": policy}
+    return obj
+
+
+def _steady(sc: Scenario, lws: Obj) -> list[Obj]:
+    return list(
+        sc.wait_pods(
+            lambda ps: P.live(ps) if not steady_state_violations(lws, ps) else None,
+            f"LWS {lws['metadata']['name']}: every group Ready",
+            timeout=180 * scale(),
+            selector=f"{PFX}name={lws['metadata']['name']}",
+        )
+    )
+
+
+def _published(sc: Scenario, leaders: dict[int, str]) -> None:
+    """Every leader IP is in an EndpointSlice of the namespace (CoreDNS answers from them)."""
+    want = set(leaders.values())
+
+    def check(slices: list[Obj]) -> list[Obj] | None:
+        seen = {a for s in slices for e in s.get("endpoints") or [] for a in e.get("addresses") or []}
+        return slices if want <= seen else None
+
+    from kubernetes import client  # the discovery API, only here
+
+    sc.wait_in_namespace(
+        client.DiscoveryV1Api(sc.api).list_namespaced_endpoint_slice,
+        "EndpointSlices",
+        check,
+        f"the leader IPs {sorted(want)} published",
+        timeout=60 * scale(),
+    )
+
+
+def _probe(sc: Scenario, pods: list[Obj], leaders: dict[int, str]) -> list[str]:
+    """Every worker's view: the failures, one line each (empty: every worker reached its leader)."""
+    failures = []
+    for pod in pods:
+        labels = pod["metadata"]["labels"]
+        if labels.get(PFX + "worker-index") == "0":
+            continue
+        group = int(labels[PFX + "group-index"])
+        name = pod["metadata"]["name"]
+        container = pod["spec"]["containers"][0]["name"]
+        ran = run_in_pod(sc.api, sc.namespace, name, container, ["/bin/sh", "-c", PROBE], timeout=30 * scale())
+        address = re.search(r"^address=(.*)$", ran.stdout, re.M)
+        ips = {ip for ip in re.findall(r"^Address(?:\s\d+)?:\s*([0-9.]+)\s*$", ran.stdout, re.M) if ip != "127.0.0.11"}
+        want = leaders[group]
+        if not address or not address.group(1):
+            failures.append(f"{name}: LWS_LEADER_ADDRESS is empty in the container ({ran.stdout!r})")
+        elif want not in ips:
+            failures.append(f"{name}: {address.group(1)} resolves to {sorted(ips)}, not its leader's IP {want}")
+        elif "connected" not in ran.stdout.splitlines():
+            failures.append(f"{name}: no TCP connection to {address.group(1)}:{PORT} ({ran.stdout.strip()[-200:]!r})")
+    return failures
+
+
+def _leaders(pods: list[Obj]) -> dict[int, str]:
+    return {
+        int(p["metadata"]["labels"][PFX + "group-index"]): p["status"]["podIP"]
+        for p in pods
+        if p["metadata"]["labels"].get(PFX + "worker-index") == "0"
+    }
+
+
+@pytest.mark.requirement("LWS-ADDR-001")
+@pytest.mark.requirement("LWS-ADDR-003")
+def test_every_worker_reaches_its_leader_by_lws_leader_address(scenario: Scenario, claim: Claims) -> None:
+    """Shared subdomain (the default): every worker reaches its leader, and again once a group
+    was recreated with new pod IPs."""
+    sc = scenario
+    sc.require_real_kubelet()
+    name = "addr"
+    lws = sc.create(_lws(name, None))
+    pods = _steady(sc, lws)
+    leaders = _leaders(pods)
+    _published(sc, leaders)
+    with claim("LWS-ADDR-001"):
+        failures = _probe(sc, pods, leaders)
+        assert not failures, "\n".join(failures)
+
+    # The group recreated (its leader deleted under RecreateGroupOnPodRestart): new pods, new IPs.
+    old = leaders[0]
+    sc.core.delete_namespaced_pod(f"{name}-0", sc.namespace)
+
+    def recreated(ps: list[Obj]) -> list[Obj] | None:
+        live = P.live(ps)
+        lead = [p for p in live if p["metadata"]["name"] == f"{name}-0"]
+        fresh = lead and (lead[0].get("status") or {}).get("podIP") not in (None, old)
+        return live if fresh and not steady_state_violations(lws, live) else None
+
+    pods = list(
+        sc.wait_pods(
+            recreated,
+            f"group 0 of {name} recreated with a new leader IP, every group Ready",
+            timeout=180 * scale(),
+            selector=f"{PFX}name={name}",
+        )
+    )
+    leaders = _leaders(pods)
+    _published(sc, leaders)
+    with claim("LWS-ADDR-003"):
+        failures = _probe(sc, [p for p in pods if p["metadata"]["labels"][PFX + "group-index"] == "0"], leaders)
+        assert not failures, "\n".join(failures)
+
+
+@pytest.mark.requirement("LWS-ADDR-002")
+def test_every_worker_reaches_its_leader_under_unique_per_replica(scenario: Scenario, claim: Claims) -> None:
+    """subdomainPolicy UniquePerReplica: the address names the group's own headless Service."""
+    sc = scenario
+    sc.require_real_kubelet()
+    lws = sc.create(_lws("addr-u", "UniquePerReplica"))
+    pods = _steady(sc, lws)
+    leaders = _leaders(pods)
+    _published(sc, leaders)
+    with claim("LWS-ADDR-002"):
+        failures = _probe(sc, pods, leaders)
+        assert not failures, "\n".join(failures)
