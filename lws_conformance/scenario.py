@@ -57,6 +57,14 @@ class Scenario:
 
             pytest.skip(NEEDS_KUBELET)
 
+    def require_simulated_kubelet(self, what: str) -> None:
+        """Skip (not-run) where real kubelets run: for a scenario that writes what a kubelet
+        would report (`what`), which a real kubelet overwrites at its next status sync."""
+        if self.cluster.provider != "local":
+            import pytest  # only suites call this
+
+            pytest.skip(f"not-run on real kubelets: the test {what} by patching pod status, which a kubelet overwrites")
+
     # -- objects -------------------------------------------------------------------------
     def create(self, obj: Obj) -> Obj:
         created = self.objects.create(obj)

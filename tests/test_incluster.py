@@ -217,3 +217,13 @@ def test_not_finished_is_its_own_exit_code(tmp_path: Path, capsys: pytest.Captur
     assert cli.main(["retrieve", "--kubeconfig", str(tmp_path / "none")]) == 2  # usage: 2, never 5
     assert cli.main(["retrieve", "--wait", "--timeout", "soon", "--kubeconfig", "x"]) == 2
     assert "--timeout 'soon'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["launch", "job-status", "job-logs", "retrieve", "publish", "product-merge"])
+def test_in_cluster_and_submission_commands_show_examples(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args([command, "--help"])
+    out = capsys.readouterr().out
+    assert "examples:" in out and f"lwsc {command}" in out
+    if command in ("launch", "job-status", "retrieve"):
+        assert "5 not finished yet" in " ".join(out.split())

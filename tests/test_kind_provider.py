@@ -23,6 +23,7 @@ from lws_conformance.errors import InfraError, UserError
 from lws_conformance.k8s.client import api_client
 from lws_conformance.profile import load_profile
 from lws_conformance.providers import kind, nodes
+from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.providers.local import LocalCluster
 from lws_conformance.toolchain import engine
 
@@ -141,8 +142,15 @@ def _docs(deploy: str) -> list[dict[str, object]]:
 def test_controllers_run_the_local_image_and_nothing_else_changes(tmp_path: Path) -> None:
     docs = _docs("lws-controller-manager")
     out = kind.controller_docs(docs, "lws", "lwsc.local/lws:v0.9.0-abc")
-    container = out[1]["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
-    assert container == {"name": "manager", "image": "lwsc.local/lws:v0.9.0-abc", "imagePullPolicy": "IfNotPresent"}
+    pod_spec = out[1]["spec"]["template"]["spec"]  # type: ignore[index]
+    assert pod_spec["containers"][0] == {
+        "name": "manager",
+        "image": "lwsc.local/lws:v0.9.0-abc",
+        "imagePullPolicy": "IfNotPresent",
+        "resources": {"requests": kind.SYSTEM_REQUESTS},
+    }
+    assert pod_spec["nodeSelector"] == {kind.CONTROL_PLANE: ""}  # the workers stay the suites'
+    assert {"key": kind.CONTROL_PLANE, "operator": "Exists", "effect": "NoSchedule"} in pod_spec["tolerations"]
     assert out[0] == docs[0] and docs[1]["spec"]["template"]["spec"]["containers"][0]["image"] == "upstream:v1"  # type: ignore[index]
     with pytest.raises(InfraError, match="no Deployment kueue-controller-manager"):
         kind.controller_docs(docs, "kueue", "x")
@@ -274,3 +282,31 @@ def test_gpu_status_patch_command_works_on_a_real_api_server(private_cluster: Lo
             ],
         )
         api.close()
+
+
+def test_a_stopped_node_or_a_silent_engine_is_an_infra_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """providers.health for kind, with a stand-in docker on PATH that prints the node states."""
+    from lws_conformance.providers import health
+
+    profile = load_profile("kind")
+    handle = ClusterHandle(
+        provider="kind",
+        kubeconfig=tmp_path / "kc",
+        versions={},
+        topology=profile.topology,
+        kueue_topology_name="default",
+        kueue_flavor_name="f",
+        endpoints={"kind-cluster": "c", "docker-host": "unix:///nowhere.sock"},
+    )
+    docker = tmp_path / "docker"
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    states = ["c-control-plane running"] + [f"c-worker{i} running" for i in range(profile.topology.nodes)]
+    docker.write_text("#!/bin/sh\nprintf '%s\\n' " + " ".join(f"'{s}'" for s in states) + "\n")
+    docker.chmod(0o755)
+    assert health.dead_components(handle) is None
+    states[2] = "c-worker1 exited"
+    docker.write_text("#!/bin/sh\nprintf '%s\\n' " + " ".join(f"'{s}'" for s in states[:-1]) + "\n")
+    said = health.dead_components(handle)
+    assert said and "c-worker1 is exited" in said and "1 node container(s) of c are gone" in said
+    docker.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2; exit 1\n")
+    assert "its Docker engine does not answer (Cannot connect" in (health.dead_components(handle) or "")

@@ -1,17 +1,24 @@
 """Is the cluster under test still whole? A component process that died (a crash, an OOM kill)
 turns the failures that follow into `error`s naming it: the infrastructure broke, LWS or Kueue
-broke no promise. Known for the local provider (its pid records); other providers say nothing."""
+broke no promise. Known for the local provider (its pid records) and for kind (its engine and node
+containers); other providers say nothing."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 from . import process
 from .base import ClusterHandle
 
+BROKE = "InfraError: the cluster under test broke (not an LWS/Kueue verdict)"
+
 
 def dead_components(handle: ClusterHandle) -> str | None:
     """None while every recorded process runs; else which died, each with its log's last lines."""
+    if handle.provider == "kind":
+        return _dead_kind(handle)
     if handle.provider != "local" or "etcd" not in handle.logs:
         return None
     pid_dir = Path(handle.logs["etcd"]).parent.parent / "pids"
@@ -19,4 +26,34 @@ def dead_components(handle: ClusterHandle) -> str | None:
     if not dead:
         return None
     said = "; ".join(f"{r.name} (pid {r.pid}) is not running, its log ends: {process.log_tail(r.log, 5)}" for r in dead)
-    return f"InfraError: the cluster under test broke (not an LWS/Kueue verdict): {said}"
+    return f"{BROKE}: {said}"
+
+
+def _dead_kind(handle: ClusterHandle) -> str | None:
+    """The engine not answering, or a node container not running (stopped, paused, gone)."""
+    cluster, host = handle.endpoints.get("kind-cluster"), handle.endpoints.get("docker-host")
+    if not cluster:
+        return None
+    env = {"DOCKER_HOST": host} if host else {}
+    label = f"label=io.x-k8s.kind.cluster={cluster}"
+    try:
+        proc = subprocess.run(
+            ["docker", "ps", "-a", "--filter", label, "--format", "{{.Names}} {{.State}}"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env={**os.environ, **env},
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{BROKE}: its Docker engine does not answer ({exc})"
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"{BROKE}: its Docker engine does not answer ({why})"
+    states = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
+    bad = sorted(f"{n} is {s}" for n, s in states.items() if s != "running")
+    expected = handle.topology.nodes + 1
+    if len(states) < expected:
+        bad.append(f"{expected - len(states)} node container(s) of {cluster} are gone")
+    if not bad:
+        return None
+    return f"{BROKE}: kind node {'; '.join(bad)}"

@@ -213,21 +213,48 @@ def kind_settings(profile: Profile) -> dict[str, Any]:
     return dict(raw) if isinstance(raw, dict) else {}
 
 
+CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
+# What runs on the control-plane node rather than on the workers the suites fill: the controllers
+# and CoreDNS. The releases ask 1 CPU for each of LWS's two replicas and 500m for Kueue, which
+# would take half of a 2-CPU worker each; on kind they ask this instead (limits unchanged).
+SYSTEM_REQUESTS = {"cpu": "100m", "memory": "128Mi"}
+
+
+def on_control_plane(pod_spec: dict[str, Any]) -> None:
+    pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), CONTROL_PLANE: ""}
+    tolerations = [t for t in pod_spec.get("tolerations") or [] if t.get("key") != CONTROL_PLANE]
+    pod_spec["tolerations"] = [*tolerations, {"key": CONTROL_PLANE, "operator": "Exists", "effect": "NoSchedule"}]
+
+
 def controller_docs(docs: list[dict[str, Any]], component: str, image: str) -> list[dict[str, Any]]:
     """The rendered `config/default` with the controller container running `image` (never
-    pulled). Nothing else changes: the release's RBAC, webhooks, Services and configuration."""
+    pulled), on the control-plane node with small CPU requests (`SYSTEM_REQUESTS`). Nothing else
+    changes: the release's RBAC, webhooks, Services and configuration."""
     out = copy.deepcopy(docs)
     _ns, deploy = CONTROLLERS[component]
     found = False
     for doc in out:
         if doc.get("kind") != "Deployment" or doc["metadata"]["name"] != deploy:
             continue
-        for c in doc["spec"]["template"]["spec"]["containers"]:
+        pod_spec = doc["spec"]["template"]["spec"]
+        on_control_plane(pod_spec)
+        for c in pod_spec["containers"]:
             if c["name"] == "manager":
                 c["image"], c["imagePullPolicy"], found = image, "IfNotPresent", True
+                c.setdefault("resources", {})["requests"] = dict(SYSTEM_REQUESTS)
     if not found:
         raise InfraError(f"{component}'s config/default has no Deployment {deploy} with a manager container")
     return out
+
+
+def _coredns_patch() -> str:
+    spec: dict[str, Any] = {}
+    on_control_plane(spec)
+    spec["containers"] = [{"name": "coredns", "resources": {"requests": dict(SYSTEM_REQUESTS)}}]
+    return json.dumps({"spec": {"template": {"spec": spec}}})
+
+
+COREDNS_PATCH = _coredns_patch()
 
 
 def pod_network(image: str, endpoint: str) -> list[dict[str, Any]]:
@@ -360,6 +387,12 @@ class KindCluster:
                 stdin=yaml.safe_dump_all(pod_network(image, endpoint)),
             ),
             Cmd(self._kubectl("wait", "node", "--all", "--for=condition=Ready", timeout), "every node Ready"),
+            Cmd(
+                self._kubectl(
+                    "-n", "kube-system", "patch", "deployment", "coredns", "--type=strategic", "-p", COREDNS_PATCH
+                ),
+                "CoreDNS on the control-plane node",
+            ),
         ]
         for node, labels in workers(self.profile.topology, self.name):
             restricted = [f"{k}={v}" for k, v in sorted(labels.items()) if _restricted(k)]
@@ -567,6 +600,7 @@ class KindCluster:
             kueue_topology_name=self.profile.kueue_topology_name,
             kueue_flavor_name=self.profile.kueue_flavor_name,
             capabilities=CAPABILITIES,
+            endpoints={"kind-cluster": self.name, "docker-host": engine.host},
             images={test_images.IMAGES[n][0]: refs[n] for n in (*WORKLOAD_TAGS, "agnhost")},
         )
         self.handle_file.write_text(handle.to_json())

@@ -59,7 +59,7 @@ PACKAGES = [
     "containernetworking-plugins",
     "socat",
 ]
-BUSYBOX_TOOLS = ("sh", "nslookup", "nc", "cat", "sleep", "kill", "hostname", "env")
+BUSYBOX_TOOLS = ("sh", "ping", "nslookup", "nc", "cat", "head", "sleep", "kill", "hostname", "env", "true")
 PAUSE_VERSION = "3.10.2"  # build/pause/Makefile TAG at Kubernetes v1.36
 REGISTRY = "registry.k8s.io"
 LOCAL = "lwsc.local"
@@ -196,6 +196,11 @@ def _tar(entries: Iterable[tuple[str, Path | bytes | Link, int]]) -> bytes:
                     info = tarfile.TarInfo(d)
                     info.type, info.mode = tarfile.DIRTYPE, 0o755
                     tar.addfile(info)
+            if name.endswith("/"):  # a directory of its own (e.g. /tmp, mode 1777)
+                info = tarfile.TarInfo(name.strip("/"))
+                info.type, info.mode = tarfile.DIRTYPE, mode
+                tar.addfile(info)
+                continue
             if isinstance(src, Link):
                 info = tarfile.TarInfo(name.strip("/"))
                 info.type, info.linkname, info.mode = tarfile.SYMTYPE, str(src), mode
@@ -328,6 +333,7 @@ def ensure(engine: Engine, inputs: NodeInputs, progress: Progress, node: bool = 
             # Debian's static busybox gives the tests a shell, nslookup and nc inside a pod.
             entries: list[tuple[str, Path | bytes | Link, int]] = [("/agnhost", binaries["agnhost"], 0o755)]
             entries.append(("/bin/busybox", binaries["busybox"], 0o755))
+            entries.append(("/tmp/", b"", 0o1777))
             entries += [(f"/bin/{tool}", Link("busybox"), 0o777) for tool in BUSYBOX_TOOLS]
             import_image(engine, built.agnhost, entries, ['ENTRYPOINT ["/agnhost"]', 'CMD ["pause"]'], key)
         if built.node and not present(engine, built.node, key):
@@ -362,12 +368,13 @@ def _node_files(inputs: NodeInputs, binaries: dict[str, Path]) -> list[tuple[str
     # kind applies these unless the cluster config disables them; the kind provider disables the
     # default CNI and installs the pod network itself, and the storage class is its own.
     entries.append(("/kind/manifests/default-cni.yaml", b"# the kind provider installs the pod network\n", 0o644))
+    # No dynamic provisioner is built here, so no default StorageClass: claims would never bind.
+    # kind applies this file as its storage step; a note in kube-system says why it is empty.
     storage = {
-        "apiVersion": "storage.k8s.io/v1",
-        "kind": "StorageClass",
-        "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
-        "provisioner": "kubernetes.io/no-provisioner",
-        "volumeBindingMode": "WaitForFirstConsumer",
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "lwsc-storage", "namespace": "kube-system"},
+        "data": {"note": "no dynamic volume provisioner in this node image: no default StorageClass"},
     }
     entries.append(("/kind/manifests/default-storage.yaml", json.dumps(storage).encode(), 0o644))
     return entries

@@ -25,6 +25,7 @@ def test_annotation_form_waits_until_the_group_has_started(scenario: Scenario) -
     (held by a scheduling gate) a leader container restart recreates nothing; once every pod runs,
     the recorded restart rebuilds the whole group."""
     sc, name = scenario, "rn"
+    sc.require_simulated_kubelet("keeps a container restart in the leader's restartCount")
     obj = _lws(name, "RecreateGroupOnPodRestart", replicas=1, size=3)
     obj["metadata"]["annotations"] = {ANNOTATION: "true"}
     obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["schedulingGates"] = [{"name": HOLD_GATE}]

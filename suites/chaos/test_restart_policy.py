@@ -329,6 +329,7 @@ def test_recreate_group_after_start_waits_until_the_group_has_started(
     container restart recreates nothing; once every pod of the group runs, the restart (still
     recorded in the leader's restartCount) rebuilds the whole group."""
     sc, name = scenario, "ra"
+    sc.require_simulated_kubelet("keeps a container restart in the leader's restartCount")
     obj = _lws(name, "RecreateGroupAfterStart", replicas=1, size=3)
     obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["schedulingGates"] = [{"name": HOLD_GATE}]
     lws = sc.create(obj)

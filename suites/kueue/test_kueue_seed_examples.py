@@ -6,7 +6,8 @@ stays behind a scheduling gate until its Workload is admitted, and (2) with
 `podset-required-topology` + the same `podset-group-name` on both templates, each replica's leader
 and workers share one rack, while different replicas may use different racks.
 
-The manifests in fixtures/manifests/kueue-seed-*.yaml are verbatim; the only adaptation is the
+The manifests in fixtures/manifests/kueue-seed-*.yaml are verbatim; the only adaptations are the
+image (the cluster's substitute or mirror of the page's nginx-slim, as for every suite) and the
 nvidia.com/gpu limit the rack example lacks (see the note in kueue-seed-tas.yaml). The queues the
 page assumes (`user-queue`, `tas-user-queue`) are created per test under those names.
 """
@@ -20,7 +21,7 @@ import kueue_helpers as K
 import pytest
 import yaml
 
-from lws_conformance import workloads
+from lws_conformance import images, workloads
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import Scenario
 
@@ -31,7 +32,8 @@ REPLICAS, SIZE = 2, 3  # as on the page
 
 
 def _seed(file: str) -> Obj:
-    obj: Obj = yaml.safe_load((workloads.MANIFESTS / file).read_text())
+    # images through the cluster's substitutes / mirror (a kind node holds no nginx-slim)
+    obj: Obj = images.rewrite(yaml.safe_load((workloads.MANIFESTS / file).read_text()))
     assert obj["metadata"]["name"] == NAME and obj["spec"]["replicas"] == REPLICAS
     assert obj["spec"]["leaderWorkerTemplate"]["size"] == SIZE
     return obj

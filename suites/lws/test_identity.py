@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from lws_conformance import workloads
+from lws_conformance import images, workloads
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import observe
@@ -313,16 +313,16 @@ def test_lws_env_vars_lead_every_container_and_replace_user_values(scenario: Sce
     lwt = obj["spec"]["leaderWorkerTemplate"]
     image = lwt["workerTemplate"]["spec"]["containers"][0]["image"]
     leader_spec, worker_spec = lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"]
-    leader_spec["initContainers"] = [
-        {"name": "linit", "image": image, "env": [{"name": "LWS_GROUP_SIZE", "value": "99"}]}
-    ]
+    # Init containers must end for the pod to start on a real kubelet: a shell that exits at once.
+    init = {"image": images.ref("agnhost"), "command": ["/bin/sh", "-c", "true"]}
+    leader_spec["initContainers"] = [{"name": "linit", **init, "env": [{"name": "LWS_GROUP_SIZE", "value": "99"}]}]
     leader_spec["containers"][0]["env"] = [
         {"name": "USER_A", "value": "a"},
         {"name": "LWS_LEADER_ADDRESS", "value": "bogus"},
         {"name": "USER_B", "value": "b"},
     ]
     leader_spec["containers"].append({"name": "side", "image": image})
-    worker_spec["initContainers"] = [{"name": "winit", "image": image}]
+    worker_spec["initContainers"] = [{"name": "winit", **init}]
     worker_spec["containers"][0]["env"] = [
         {"name": "LWS_WORKER_INDEX", "value": "x"},
         {"name": "USER_C", "value": "c"},

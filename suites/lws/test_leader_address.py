@@ -2,7 +2,7 @@
 
 Multi-host inference rests on it: a worker finds its leader by the address LWS puts in its
 environment ("The address of the leader via the headless service"). Each worker container runs,
-through its own shell, `nslookup "$LWS_LEADER_ADDRESS"` and `nc -z` to the leader's serving port:
+through its own shell, a name lookup of "$LWS_LEADER_ADDRESS" and `nc` to the leader's serving port:
 the variable as the process sees it, resolved by the pod's own DNS configuration, over the pod
 network. Needs containers that run (kind, or a vendor's cluster): on the local cluster kwok runs
 none, so these tests read not-run there.
@@ -27,9 +27,11 @@ pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 PFX = "leaderworkerset.sigs.k8s.io/"
 PORT = 8080
+# The name is resolved by the process's own resolver (ping: libc with the pod's search domains;
+# busybox's nslookup would not apply them), then a TCP connection is opened with nc.
 PROBE = (
-    'echo "address=$LWS_LEADER_ADDRESS"; nslookup "$LWS_LEADER_ADDRESS" 2>&1; '
-    'if nc -z -w 5 "$LWS_LEADER_ADDRESS" ' + str(PORT) + "; then echo connected; else echo refused; fi"
+    'echo "address=$LWS_LEADER_ADDRESS"; ping -c 1 -W 1 "$LWS_LEADER_ADDRESS" 2>&1 | head -n 1; '
+    'if nc -w 5 "$LWS_LEADER_ADDRESS" ' + str(PORT) + " </dev/null; then echo connected; else echo refused; fi"
 )
 
 
@@ -99,7 +101,7 @@ def _probe(sc: Scenario, pods: list[Obj], leaders: dict[int, str]) -> list[str]:
         container = pod["spec"]["containers"][0]["name"]
         ran = run_in_pod(sc.api, sc.namespace, name, container, ["/bin/sh", "-c", PROBE], timeout=30 * scale())
         address = re.search(r"^address=(.*)$", ran.stdout, re.M)
-        ips = {ip for ip in re.findall(r"^Address(?:\s\d+)?:\s*([0-9.]+)\s*$", ran.stdout, re.M) if ip != "127.0.0.11"}
+        ips = set(re.findall(r"^PING \S+ \(([0-9.]+)\)", ran.stdout, re.M))
         want = leaders[group]
         if not address or not address.group(1):
             failures.append(f"{name}: LWS_LEADER_ADDRESS is empty in the container ({ran.stdout!r})")

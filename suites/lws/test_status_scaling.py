@@ -228,6 +228,7 @@ def test_partly_ready_group_is_not_a_ready_group(scenario: Scenario, claim: Clai
     nothing (LWS-STATUS-005), all watched for a window while the group stays partly Ready; once
     the pod is Ready again the LWS counts 2 ready groups and is Available."""
     sc, name, size = scenario, "pr", 3
+    sc.require_simulated_kubelet("turns a Ready pod not Ready")
     expected = P.expected_pod_names(name, 2, size)
     sc.create(workloads.lws(name, replicas=2, size=size))
     pods = sc.wait_pods(_ready_exactly(expected), "2 groups of 3 pods Ready")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from lws_conformance import workloads
 from lws_conformance.claims import Claims
@@ -62,6 +63,10 @@ def _wait_claims(sc: Scenario, names: set[str], condition: str) -> list[Obj]:
 @pytest.mark.requirement("LWS-VOL-003")
 def test_volume_claims_per_pod_and_retention(scenario: Scenario, claim: Claims) -> None:
     sc, name, size = scenario, "vc", 2
+    default = "storageclass.kubernetes.io/is-default-class"
+    classes = client.StorageV1Api(sc.api).list_storage_class().items
+    if not any((c.metadata.annotations or {}).get(default) == "true" for c in classes):
+        pytest.skip("not-run: the cluster has no default StorageClass (no dynamic provisioner), so no claim can bind")
     sc.create(_vct_lws(name, 2, size))
     sc.wait_lws(name, sc.settled(2), "Available with 2 groups (claims bound)", timeout=90)
     pods = P.live(sc.pods(f"leaderworkerset.sigs.k8s.io/name={name}"))
