@@ -222,6 +222,7 @@ class Result:
     status: str
     families: list[str] = field(default_factory=list)  # every family reaching the line, most relevant first
     families_run: list[str] = field(default_factory=list)  # those whose tests ran against the mutant
+    maxfail: int | None = None  # pytest --maxfail of its runs (None: every test of the families ran)
     red: dict[str, str] = field(default_factory=dict)  # requirement -> verdict, red here and not in the baseline
     details: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0

@@ -350,7 +350,20 @@ def ensure(engine: Engine, inputs: NodeInputs, progress: Progress, node: bool = 
             _assemble(engine, inputs, base, binaries, built.node, key)
             progress(f"kind node image: built {built.node} in {time.monotonic() - started:.0f}s")
         shutil.rmtree(work, ignore_errors=True)
+        prune_stale(engine, key)
         return built
+
+
+def prune_stale(engine: Engine, key: str) -> list[str]:
+    """Remove the harness's node and helper images of other keys (each node image is ~1.4 GB) and
+    the layers nothing references any more; an image a running cluster uses stays."""
+    refs = engine.run("images", "--format", "{{.Repository}}:{{.Tag}}", check=False).split()
+    mine = (f"{LOCAL}/kind-node:", f"{LOCAL}/kind-cni:", f"{LOCAL}/agnhost:")
+    stale = [r for r in refs if r.startswith(mine) and not r.endswith(key)]
+    for ref in stale:
+        engine.run("rmi", ref, check=False)
+    engine.run("image", "prune", "-f", check=False)
+    return stale
 
 
 def _node_files(inputs: NodeInputs, binaries: dict[str, Path]) -> list[tuple[str, Path | bytes | Link, int]]:

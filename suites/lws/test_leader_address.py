@@ -14,13 +14,14 @@ import re
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from lws_conformance import images, workloads
 from lws_conformance.chaos.probes import steady_state_violations
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.execute import run_in_pod
-from lws_conformance.k8s.wait import scale
+from lws_conformance.k8s.wait import WaitTimeout, scale
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
@@ -70,23 +71,29 @@ def _steady(sc: Scenario, lws: Obj) -> list[Obj]:
     )
 
 
-def _published(sc: Scenario, leaders: dict[int, str]) -> None:
-    """Every leader IP is in an EndpointSlice of the namespace (CoreDNS answers from them)."""
+def _published(sc: Scenario, leaders: dict[int, str]) -> list[str]:
+    """Wait until every leader IP is in an EndpointSlice of the namespace (CoreDNS answers from
+    them); a failure (empty: published) rather than an exception, so the probe still runs and
+    the claim reports both."""
     want = set(leaders.values())
 
     def check(slices: list[Obj]) -> list[Obj] | None:
         seen = {a for s in slices for e in s.get("endpoints") or [] for a in e.get("addresses") or []}
         return slices if want <= seen else None
 
-    from kubernetes import client  # the discovery API, only here
-
-    sc.wait_in_namespace(
-        client.DiscoveryV1Api(sc.api).list_namespaced_endpoint_slice,
-        "EndpointSlices",
-        check,
-        f"the leader IPs {sorted(want)} published",
-        timeout=60 * scale(),
-    )
+    try:
+        sc.wait_in_namespace(
+            client.DiscoveryV1Api(sc.api).list_namespaced_endpoint_slice,
+            "EndpointSlices",
+            check,
+            f"the leader IPs {sorted(want)} published",
+            timeout=60 * scale(),
+        )
+    except WaitTimeout as exc:
+        return [
+            f"the leader IPs {sorted(want)} are in no EndpointSlice of a headless Service: {str(exc).splitlines()[0]}"
+        ]
+    return []
 
 
 def _probe(sc: Scenario, pods: list[Obj], leaders: dict[int, str]) -> list[str]:
@@ -131,9 +138,8 @@ def test_every_worker_reaches_its_leader_by_lws_leader_address(scenario: Scenari
     lws = sc.create(_lws(name, None))
     pods = _steady(sc, lws)
     leaders = _leaders(pods)
-    _published(sc, leaders)
     with claim("LWS-ADDR-001"):
-        failures = _probe(sc, pods, leaders)
+        failures = _published(sc, leaders) + _probe(sc, pods, leaders)
         assert not failures, "\n".join(failures)
 
     # The group recreated (its leader deleted under RecreateGroupOnPodRestart): new pods, new IPs.
@@ -155,9 +161,9 @@ def test_every_worker_reaches_its_leader_by_lws_leader_address(scenario: Scenari
         )
     )
     leaders = _leaders(pods)
-    _published(sc, leaders)
     with claim("LWS-ADDR-003"):
-        failures = _probe(sc, [p for p in pods if p["metadata"]["labels"][PFX + "group-index"] == "0"], leaders)
+        group0 = [p for p in pods if p["metadata"]["labels"][PFX + "group-index"] == "0"]
+        failures = _published(sc, {0: leaders[0]}) + _probe(sc, group0, leaders)
         assert not failures, "\n".join(failures)
 
 
@@ -169,7 +175,6 @@ def test_every_worker_reaches_its_leader_under_unique_per_replica(scenario: Scen
     lws = sc.create(_lws("addr-u", "UniquePerReplica"))
     pods = _steady(sc, lws)
     leaders = _leaders(pods)
-    _published(sc, leaders)
     with claim("LWS-ADDR-002"):
-        failures = _probe(sc, pods, leaders)
+        failures = _published(sc, leaders) + _probe(sc, pods, leaders)
         assert not failures, "\n".join(failures)
