@@ -566,6 +566,9 @@ class KindCluster:
             progress(f"kind cluster '{self.name}' is already up")
             return ClusterHandle.from_json(self.handle_file.read_text())
         engine = self.engine(progress)
+        low = inotify_warning()
+        if low:
+            progress(low)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.engine_file.write_text(json.dumps({"host": engine.host, "private": engine.private}))
         started = time.monotonic()
@@ -656,6 +659,21 @@ class KindCluster:
         timeout = f"--timeout={int(self.profile.ready_seconds)}s"
         self.execute(Cmd(self._kubectl("wait", f"node/{node}", "--for=condition=Ready", timeout), f"{node} Ready"))
         self.advertise_gpus([node])
+
+
+def inotify_warning(path: Path = Path("/proc/sys/fs/inotify/max_user_instances")) -> str | None:
+    """kind nodes each hold inotify instances; below 512 per user, node or local cluster start-ups
+    fail once several run (kind's known issues)."""
+    try:
+        value = int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    if value >= 512:
+        return None
+    return (
+        f"warning: fs.inotify.max_user_instances is {value}; kind nodes and local clusters may run out: "
+        "sysctl -w fs.inotify.max_user_instances=1024 fs.inotify.max_user_watches=524288"
+    )
 
 
 def built_tool(profile: Profile, progress: Progress) -> Callable[[str], str]:
