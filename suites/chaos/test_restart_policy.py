@@ -321,19 +321,16 @@ def test_under_none_a_container_exiting_on_its_own_only_restarts_itself(scenario
 
 
 # -- RecreateGroupAfterStart -------------------------------------------------------------------
-@pytest.mark.requirement("CHAOS-RESTART-004")
-def test_recreate_group_after_start_waits_until_the_group_has_started(
-    scenario: Scenario, lwsc_cluster: ClusterHandle
-) -> None:
-    """While the workers of the group are still Pending (held by a scheduling gate), a leader
-    container restart recreates nothing; once every pod of the group runs, the restart (still
-    recorded in the leader's restartCount) rebuilds the whole group."""
-    sc, name = scenario, "ra"
-    sc.require_simulated_kubelet("keeps a container restart in the leader's restartCount")
-    obj = _lws(name, "RecreateGroupAfterStart", replicas=1, size=3)
+def waits_until_started(sc: Scenario, obj: Obj, form: str) -> None:
+    """The recreate-after-start promise for `obj` (one group of 3, restartPolicy and annotation
+    as the caller set them; `form` names them in messages): while the workers are Pending behind
+    a scheduling gate a leader container restart recreates nothing; once every pod runs, the
+    recorded restart rebuilds the whole group, with a RecreateGroup event."""
+    name = obj["metadata"]["name"]
+    policy = obj["spec"]["leaderWorkerTemplate"]["restartPolicy"]
     obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["schedulingGates"] = [{"name": HOLD_GATE}]
     lws = sc.create(obj)
-    assert lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] == "RecreateGroupAfterStart"
+    assert lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] == policy, lws["spec"]
     workers = [f"{name}-0-1", f"{name}-0-2"]
     pods = sc.wait_pods(
         lambda ps: (
@@ -354,7 +351,7 @@ def test_recreate_group_after_start_waits_until_the_group_has_started(
         ),
         duration=WINDOW,
     )
-    assert changed is None, f"RecreateGroupAfterStart recreated a group that had not started: {changed}"
+    assert changed is None, f"{form} recreated a group that had not started: {changed}"
     # Ungating the workers starts the group; the leader's recorded restart now counts.
     for w in workers:
         sc.core.patch_namespaced_pod(w, sc.namespace, [{"op": "remove", "path": "/spec/schedulingGates"}])
@@ -369,6 +366,19 @@ def test_recreate_group_after_start_waits_until_the_group_has_started(
         timeout=RECOVERY,
     )
     assert any(e["note"].endswith("to recreate group 0") for e in _recreate_group_events(sc)), "no RecreateGroup event"
+
+
+@pytest.mark.requirement("CHAOS-RESTART-004")
+def test_recreate_group_after_start_waits_until_the_group_has_started(
+    scenario: Scenario, lwsc_cluster: ClusterHandle
+) -> None:
+    """While the workers of the group are still Pending (held by a scheduling gate), a leader
+    container restart recreates nothing; once every pod of the group runs, the restart (still
+    recorded in the leader's restartCount) rebuilds the whole group."""
+    sc, name = scenario, "ra"
+    sc.require_simulated_kubelet("keeps a container restart in the leader's restartCount")
+    obj = _lws(name, "RecreateGroupAfterStart", replicas=1, size=3)
+    waits_until_started(sc, obj, "RecreateGroupAfterStart")
 
 
 # -- under Kueue -------------------------------------------------------------------------------
