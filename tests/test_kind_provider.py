@@ -310,3 +310,12 @@ def test_a_stopped_node_or_a_silent_engine_is_an_infra_error(tmp_path: Path, mon
     assert said and "c-worker1 is exited" in said and "1 node container(s) of c are gone" in said
     docker.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2; exit 1\n")
     assert "its Docker engine does not answer (Cannot connect" in (health.dead_components(handle) or "")
+
+
+def test_a_failed_command_is_named_by_its_error_line_not_a_warning_before_it() -> None:
+    out = kind.Completed(
+        1, "", "cgroup v1 is deprecated in Kubernetes\nCreating cluster ...\nERROR: node(s) already exist\n"
+    )
+    assert kind.said(out) == "ERROR: node(s) already exist"
+    assert kind.said(kind.Completed(1, "", "only this\nand that")) == "only this"
+    assert kind.said(kind.Completed(1)) == "no output"

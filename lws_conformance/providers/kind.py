@@ -136,6 +136,14 @@ class KindTools:
         return cls(**found)
 
 
+def said(out: Completed) -> str:
+    """The line of a failed command's output that says why: kind's `ERROR:` line (it prints
+    warnings first), else the first line."""
+    lines = [ln.strip() for ln in (out.stderr or out.stdout).strip().splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith(("ERROR", "error", "Error"))]
+    return (errors or lines or ["no output"])[0]
+
+
 def worker_names(cluster: str, count: int) -> list[str]:
     """kind's node names: `<cluster>-worker`, `<cluster>-worker2`, ... in config order."""
     return [f"{cluster}-worker" + (str(i) if i > 1 else "") for i in range(1, count + 1)]
@@ -471,8 +479,7 @@ class KindCluster:
                 return out
             if attempt < cmd.attempts:
                 self.sleep(2.0)
-        first = (out.stderr.strip().splitlines() or out.stdout.strip().splitlines() or ["no output"])[0]
-        raise InfraError(f"kind provider: {cmd.why} failed: `{' '.join(cmd.argv[:4])} ...`: {first}")
+        raise InfraError(f"kind provider: {cmd.why} failed: `{' '.join(cmd.argv[:4])} ...`: {said(out)}")
 
     def engine(self, progress: Progress) -> engines.Engine:
         mode = str(self.settings.get("engine") or "auto")

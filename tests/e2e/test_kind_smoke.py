@@ -49,14 +49,15 @@ def lwsc(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture(scope="module")
-def kind_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def test_kind_up_focused_run_and_down_leaves_nothing(tmp_path: Path) -> None:
+    """One test, not a module fixture shared by several: xdist would run a module fixture once per
+    worker, and two workers would bring up the same kind cluster at once."""
     reason = _can_run()
     if reason:
         if os.environ.get("LWSC_REQUIRE_KIND") == "1":
             pytest.fail(f"LWSC_REQUIRE_KIND=1 but {reason}")
         pytest.skip(reason)
-    reports = tmp_path_factory.mktemp("kind-reports")
+    reports = tmp_path / "kind-reports"
     try:
         up = lwsc("up")
         assert up.returncode == 0, up.stderr[-4000:]
@@ -65,19 +66,15 @@ def kind_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     finally:
         down = lwsc("down", timeout=300)
     assert down.returncode == 0, down.stderr[-2000:]
-    return (reports / "latest").resolve()
 
-
-def test_focused_run_on_kind_passes_every_requirement(kind_run: Path) -> None:
-    summary = json.loads((kind_run / "summary.json").read_text())
+    summary = json.loads(((reports / "latest").resolve() / "summary.json").read_text())
     verdicts = {r["id"]: r["verdict"] for r in summary["requirements"]}
     assert {r: verdicts.get(r) for r in PASSED} == dict.fromkeys(PASSED, "passed")
     assert verdicts.get("CHAOS-RESTART-001") in ("passed", "partial"), verdicts.get("CHAOS-RESTART-001")
     assert not [r for r, v in verdicts.items() if v in ("failed", "error", "warning")], verdicts
     assert summary["provider"] == "kind"
 
-
-def test_down_leaves_no_container_network_or_engine(kind_run: Path) -> None:
+    # `down` left no container, bridge, FORWARD rule or engine of the harness
     private = engines.Engine(engines.private_host(), private=True)
     assert not engines.running(), "the private engine still runs after `lwsc down`"
     user = engines.Engine("", private=False)
