@@ -212,40 +212,23 @@ def report(
     file_rows = []
     for (component, rel), fc in sorted(files.items()):
         assert fc.covered_lines is not None and fc.uncovered_lines is not None
+        row: dict[str, Any] = {
+            "component": component,
+            "file": rel,
+            "package": package_of(rel),
+            "statements": fc.statements,
+            "covered": fc.covered,
+            "percent": pct(fc.covered, fc.statements),
+        }
+        file_rows.append(row)
         if package_of(rel) not in PROMISE_PACKAGES.get(component, ()):
-            file_rows.append(  # the rest of the module: counts only
-                {
-                    "component": component,
-                    "file": rel,
-                    "package": package_of(rel),
-                    "statements": fc.statements,
-                    "covered": fc.covered,
-                    "percent": pct(fc.covered, fc.statements),
-                }
-            )
-            continue
-        file_rows.append(
-            {
-                "component": component,
-                "file": rel,
-                "package": package_of(rel),
-                "statements": fc.statements,
-                "covered": fc.covered,
-                "percent": pct(fc.covered, fc.statements),
-                "by_family": {
-                    name: ff[(component, rel)].covered
-                    for name, ff in sorted(fam_files.items())
-                    if (component, rel) in ff and ff[(component, rel)].covered
-                },
-                "covered_lines": ranges(fc.covered_lines),
-                "uncovered_lines": ranges(fc.uncovered_lines),
-                "family_lines": {
-                    name: ranges(ff[(component, rel)].covered_lines or ())
-                    for name, ff in sorted(fam_files.items())
-                    if (component, rel) in ff and ff[(component, rel)].covered
-                },
-            }
-        )
+            continue  # the rest of the module: counts only
+        reached = {name: ff[(component, rel)] for name, ff in sorted(fam_files.items()) if (component, rel) in ff}
+        reached = {name: f for name, f in reached.items() if f.covered}
+        row["by_family"] = {name: f.covered for name, f in reached.items()}
+        row["covered_lines"] = ranges(fc.covered_lines)
+        row["uncovered_lines"] = ranges(fc.uncovered_lines)
+        row["family_lines"] = {name: ranges(f.covered_lines or ()) for name, f in reached.items()}
     comp_rows = {}
     for component in MODULES:
         rows = [r for r in file_rows if r["component"] == component]
