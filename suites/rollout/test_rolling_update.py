@@ -194,9 +194,9 @@ class Case:
 
 
 # Chosen for coverage per second (the cluster is shared; a group step costs 1-4 s there). Left
-# out, with their numbers checked against rollingUpdateParameters by tests/test_invariants.py instead: R=4 default,
-# mu=2, ms=2+mu=2 (same code paths as r3-default, r4-ms1), R=3 mu=50%/ms=50% (Burst 5), and
-# mu=0 with ms=0 (rejected by validation, the validation suite's job).
+# out, with their numbers checked against rollingUpdateParameters by tests/test_invariants.py instead: R=4 default
+# (same code paths as r3-default, r4-ms1), R=3 mu=50%/ms=50% (Burst 5), and mu=0 with ms=0
+# (rejected by validation, the validation suite's job).
 CASES = [
     # R=3 default (mu 1, ms 0): P 3 -> 2 -> 1 -> 0, never more than 3 groups.
     Case("r3-default", 3, 2, 1, 0, peak=3, first_partition=2),
@@ -210,6 +210,11 @@ CASES = [
     Case("r2-pct40", 2, 2, "40%", "40%", peak=3, first_partition=2),
     # size 1 (no worker StatefulSets) with mu 10 > R: P 0 at once, all groups replaced together.
     Case("r3-size1-mu10", 3, 1, 10, 0, peak=3, first_partition=0),
+    # maxUnavailable 2 (upstream "workerTemplate changed with maxUnavailable=2") and maxUnavailable
+    # 2 with maxSurge 2 (upstream "rolling update with maxUnavailable and maxSurge set", the rollout
+    # table of lws PR #98): R=4, so the first step takes two groups at once.
+    Case("r4-mu2", 4, 2, 2, 0, peak=4, first_partition=2),
+    Case("r4-mu2-ms2", 4, 2, 2, 2, peak=6, first_partition=2),
 ]
 
 

@@ -5,12 +5,12 @@ the same apply as the template, or create an LWS with its rollout knobs already 
 different branch of rollingUpdateParameters (Case 1 no StatefulSet yet, Case 2 a new revision,
 Case 4 replicas changed mid-update) than a plain update does. Upstream covers them with
 integration tests that fake pod readiness ("multiple rolling update with maxSurge set", "rolling
-update with replicas scaled up/down and maxSurge set", maxUnavailable 2 / maxSurge 2); here the
-real controllers run them, recorded event by event and checked against every rollout invariant
+update with replicas scaled up/down and maxSurge set"); here the real controllers run them,
+recorded event by event and checked against every rollout invariant
 (rollout_claims.py), plus each case's own sequence.
 
-The wide-step cases (maxUnavailable 2, with and without maxSurge 2) reuse the rolling-update
-matrix of test_rolling_update.py as it is, with two more rows.
+The wide-step cases (maxUnavailable 2, with and without maxSurge 2) are rows of the rolling-update
+matrix in test_rolling_update.py.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from typing import Any
 import pytest
 from rollout_claims import proves_invariants, verify_claims
 from test_rolling_update import (
-    POLICIES,
-    Case,
     _bump_annotation,
     _leader_revision,
     _lws,
@@ -31,7 +29,6 @@ from test_rolling_update import (
     _recorded,
     _set_partition,
 )
-from test_rolling_update import test_rolling_update_matrix as _matrix
 
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
@@ -42,29 +39,6 @@ pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 LBL = "leaderworkerset.sigs.k8s.io/"
 REVISION = LBL + "template-revision-hash"
-
-# maxUnavailable 2 (upstream "workerTemplate changed with maxUnavailable=2") and maxUnavailable 2
-# with maxSurge 2 (upstream "rolling update with maxUnavailable and maxSurge set", the rollout
-# table of lws PR #98): R=4, so the first step takes two groups at once.
-WIDE = [
-    Case("r4-mu2", 4, 2, 2, 0, peak=4, first_partition=2),
-    Case("r4-mu2-ms2", 4, 2, 2, 2, peak=6, first_partition=2),
-]
-
-
-@pytest.mark.parametrize("policy", list(POLICIES))
-@pytest.mark.parametrize("case", WIDE, ids=[c.id for c in WIDE])
-@proves_invariants
-@pytest.mark.requirement("ROLL-SEQ-001")
-@pytest.mark.requirement("ROLL-COND-001")
-@pytest.mark.requirement("ROLL-REV-001")
-@pytest.mark.requirement("ROLL-RESTART-001")
-@pytest.mark.requirement("ROLL-EVENT-001")
-def test_rolling_update_wide_steps(
-    scenario: Scenario, claim: Claims, case: Case, policy: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    _matrix(scenario, claim, case, policy, tmp_path, request)
-
 
 def _revisions_at(pods: list[Obj]) -> dict[int, str]:
     return {int(p["metadata"]["labels"][LBL + "group-index"]): str(p["metadata"]["labels"].get(REVISION))
