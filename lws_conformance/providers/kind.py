@@ -449,6 +449,24 @@ class KindCluster:
             steps.append(
                 Cmd(self._kubectl("-n", ns, "rollout", "status", f"deployment/{deploy}", timeout), f"{comp} up")
             )
+        # A Deployment rolled out is not a webhook serving (LWS mints its certificate after start):
+        # a server-side dry run of an LWS goes through LWS's webhooks, retried until they answer.
+        probe = {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lwsc-webhook-probe", "namespace": "default"},
+            "spec": {
+                "leaderWorkerTemplate": {"workerTemplate": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}
+            },
+        }
+        steps.append(
+            Cmd(
+                self._kubectl("apply", "--dry-run=server", "-f", "-"),
+                "LWS webhooks serving",
+                stdin=yaml.safe_dump(probe),
+                attempts=60,
+            )
+        )
         for node, _labels in workers(self.profile.topology, self.name):
             steps.append(self.gpu_patch(node))
         t = self.profile.topology
