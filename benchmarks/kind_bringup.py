@@ -46,9 +46,8 @@ def _bytes(text: str) -> float:
 
 
 def node_memory(engine: engines.Engine) -> dict[str, float]:
-    out = engine.run(
-        "stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}", "--filter", f"label=io.x-k8s.kind.cluster={NAME}"
-    )
+    names = engine.run("ps", "--format", "{{.Names}}", "--filter", f"label=io.x-k8s.kind.cluster={NAME}").split()
+    out = engine.run("stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}", *names)  # stats has no --filter
     mem = {}
     for line in out.splitlines():
         name, usage = line.split(" ", 1)
@@ -75,10 +74,12 @@ def main() -> None:
         remove_images(engine)
     rounds = []
     for i in range(args.rounds):
-        up = lwsc("up")
-        engine = engines.Engine(engines.private_host(), True)
-        mem = node_memory(engine) if engines.answers(engine) else {}
-        down = lwsc("down")
+        try:
+            up = lwsc("up")
+            engine = engines.Engine(engines.private_host(), True)
+            mem = node_memory(engine) if engines.answers(engine) else {}
+        finally:
+            down = lwsc("down")
         rounds.append(
             {"up_s": round(up, 1), "down_s": round(down, 1), "node_memory_mib": mem, "cold": args.cold and i == 0}
         )

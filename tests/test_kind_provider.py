@@ -319,3 +319,71 @@ def test_a_failed_command_is_named_by_its_error_line_not_a_warning_before_it() -
     assert kind.said(out) == "ERROR: node(s) already exist"
     assert kind.said(kind.Completed(1, "", "only this\nand that")) == "only this"
     assert kind.said(kind.Completed(1)) == "no output"
+
+
+def test_up_refuses_a_cluster_of_its_name_it_did_not_bring_up_and_deletes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kind would refuse to create it, and the failed up's clean-up would then delete another
+    state's (or the user's) cluster of that name: refused first, one line, nothing run after."""
+    runner = FakeRunner({("/opt/kind", "get", "clusters"): [kind.Completed(0, "other\nlwsc\n")]})
+    c = make(tmp_path, runner=runner)
+    monkeypatch.setattr(c, "engine", lambda _p: engine.Engine("unix:///x.sock", private=True, docker="/opt/docker"))
+    with pytest.raises(UserError, match=r"kind cluster named 'lwsc' already exists .* choose another --name"):
+        c.up(lambda _m: None)
+    assert [a for a, _ in runner.calls] == [("/opt/kind", "get", "clusters")]
+    assert not c.state_dir.exists()
+
+
+def test_handle_topology_carries_the_workers_real_capacity(tmp_path: Path) -> None:
+    """kind nodes are the machine: suites size pods from the real allocatable, not the profile's."""
+    item = {"status": {"allocatable": {"cpu": "2", "memory": "24000Mi", "pods": "110"}}}
+    small = {"status": {"allocatable": {"cpu": "1900m", "memory": "23Gi", "pods": "110"}}}
+    listed = kind.Completed(0, json.dumps({"items": [item, small, item, item]}))
+    runner = FakeRunner({("/opt/kubectl", "--kubeconfig"): [listed]})
+    c = make(tmp_path, runner=runner)
+    t = c._real_capacity()
+    assert (t.cpu_per_node, t.memory_per_node, t.pods_per_node) == ("1900m", "23Gi", 110)
+    assert (t.blocks, t.gpus_per_node) == (c.profile.topology.blocks, c.profile.topology.gpus_per_node)
+    runner = FakeRunner({("/opt/kubectl", "--kubeconfig"): [kind.Completed(0, json.dumps({"items": [item]}))]})
+    with pytest.raises(InfraError, match="1 node\\(s\\) labelled lwsc.x-k8s.io/pool=gpu, the profile has 4"):
+        make(tmp_path, runner=runner)._real_capacity()
+
+
+def test_up_removes_what_its_own_interrupted_up_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runner = FakeRunner({("/opt/kind", "get", "clusters"): [kind.Completed(0, "lwsc\n")]})
+    c = make(tmp_path, runner=runner)
+    c.state_dir.mkdir(parents=True)
+    c.engine_file.write_text('{"host": "unix:///x.sock", "private": true}')
+    c._refuse_foreign(engine.Engine("unix:///x.sock", private=True), lambda _m: None)
+    assert [a for a, _ in runner.calls][1] == ("/opt/kind", "delete", "cluster", "--name", "lwsc")
+
+
+def test_build_leftovers_are_removed_but_never_a_kind_node() -> None:
+    """Nodes made from a committed build container carry its label: filtering by that label alone
+    deleted every node of a running cluster."""
+    from lws_conformance.toolchain import nodeimage
+
+    class Fake(engine.Engine):
+        def run(self, *args: str, check: bool = True, stdin: bytes | None = None, timeout: float | None = None) -> str:
+            calls.append(args)
+            if args[:2] == ("ps", "-aq"):
+                return "node1\nnode2\n" if f"label={nodeimage.KIND_NODE_LABEL}" in args else "build9\nnode1\nnode2\n"
+            return ""
+
+    calls: list[tuple[str, ...]] = []
+    assert nodeimage.remove_build_leftovers(Fake("unix:///x.sock", private=True)) == ["build9"]
+    assert calls[-1] == ("rm", "-f", "build9")
+
+
+def test_a_handle_whose_nodes_are_gone_is_not_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runner = FakeRunner({("/opt/kind", "get", "clusters"): [kind.Completed(0, "other\n")]})
+    c = make(tmp_path, runner=runner)
+    c.state_dir.mkdir(parents=True)
+    c.handle_file.write_text("{}")
+    monkeypatch.setattr(c, "engine", lambda _p: engine.Engine("unix:///x.sock", private=True))
+    monkeypatch.setattr(c, "images", lambda *_a: (_ for _ in ()).throw(RuntimeError("creating")))
+    said: list[str] = []
+    with pytest.raises(RuntimeError, match="creating"):
+        c.up(said.append)
+    assert "its nodes are gone: creating it again" in said[0]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from kubernetes.utils import parse_quantity
 
 # Extended resources that mean "an accelerator", most common first.
 GPU_RESOURCES = (
@@ -156,10 +157,7 @@ def propose(nodes: list[dict[str, Any]], versions: dict[str, str] | None = None)
     else:
         notes.append("no nested block/rack node labels found; set topology.block_label and topology.rack_label")
     if pool:
-        alloc = [(n.get("status") or {}).get("allocatable") or {} for n in pool]
-        topology["cpu_per_node"] = str(min((a.get("cpu", "0") for a in alloc), key=_cpu_millis))
-        topology["memory_per_node"] = str(alloc[0].get("memory", "0"))
-        topology["pods_per_node"] = min(_quantity(a.get("pods", 0)) for a in alloc)
+        topology.update(node_capacity(pool))
     data: dict[str, Any] = {"provider": "existing"}
     if versions:
         data["versions"] = dict(versions)
@@ -167,6 +165,12 @@ def propose(nodes: list[dict[str, Any]], versions: dict[str, str] | None = None)
     return Proposal(len(nodes), len(gpu_nodes), data, notes)
 
 
-def _cpu_millis(q: str) -> int:
-    q = str(q)
-    return int(q[:-1]) if q.endswith("m") else int(float(q) * 1000) if q.replace(".", "", 1).isdigit() else 0
+def node_capacity(nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The topology's per-node capacity keys from real nodes: the smallest allocatable cpu, memory
+    and pods among them (what every node can hold)."""
+    alloc = [(n.get("status") or {}).get("allocatable") or {} for n in nodes]
+
+    def least(resource: str) -> str:
+        return str(min((str(a.get(resource, "0")) for a in alloc), key=parse_quantity))
+
+    return {"cpu_per_node": least("cpu"), "memory_per_node": least("memory"), "pods_per_node": int(least("pods"))}

@@ -25,6 +25,7 @@ Every command is a `Cmd` run through an injectable `Runner`, so plans are unit-t
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -45,7 +46,7 @@ from ..toolchain import cache as bincache
 from ..toolchain import engine as engines
 from ..toolchain import manifests_dir, nodeimage
 from ..toolchain.gobuild import Progress, build
-from . import nodes
+from . import discovery, nodes
 from .base import ClusterHandle
 from .existing import release_run
 
@@ -587,10 +588,14 @@ class KindCluster:
 
     def up(self, progress: Progress) -> ClusterHandle:
         """Create the kind cluster and install LWS and Kueue, or return the one up already."""
-        if self.running():
-            progress(f"kind cluster '{self.name}' is already up")
-            return ClusterHandle.from_json(self.handle_file.read_text())
         engine = self.engine(progress)
+        if self.running():
+            if self._exists():
+                progress(f"kind cluster '{self.name}' is already up")
+                return ClusterHandle.from_json(self.handle_file.read_text())
+            progress(f"kind cluster '{self.name}' was brought up but its nodes are gone: creating it again")
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+        self._refuse_foreign(engine, progress)
         low = inotify_warning()
         if low:
             progress(low)
@@ -615,6 +620,7 @@ class KindCluster:
             for cmd in self.plan_install(controllers, [refs[n] for n in (*WORKLOAD_TAGS, "agnhost")]):
                 self.execute(cmd)
             server = self._server_version()
+            topology = self._real_capacity()
         except BaseException:
             self.down()
             raise
@@ -624,7 +630,7 @@ class KindCluster:
             provider="kind",
             kubeconfig=self.kubeconfig,
             versions=versions,
-            topology=self.profile.topology,
+            topology=topology,
             kueue_topology_name=self.profile.kueue_topology_name,
             kueue_flavor_name=self.profile.kueue_flavor_name,
             capabilities=CAPABILITIES,
@@ -640,6 +646,46 @@ class KindCluster:
             return str(json.loads(out.stdout)["serverVersion"]["gitVersion"])
         except (ValueError, KeyError) as exc:
             raise InfraError(f"kind provider: unreadable `kubectl version -o json` output ({exc})") from None
+
+    def _exists(self) -> bool:
+        """kind lists a cluster of this name on the engine (`engine()` chose it)."""
+        out = self.run((self.tools.kind, "get", "clusters"), None, self.env)
+        return out.returncode == 0 and self.name in out.stdout.split()
+
+    def _refuse_foreign(self, engine: engines.Engine, progress: Progress) -> None:
+        """A kind cluster of this name already on the engine: what an interrupted `up` of this
+        state left (its engine file written, no handle) is removed; any other is never created
+        over (kind would refuse) nor deleted by the failed `up`'s clean-up: refused first."""
+        if not self._exists():
+            return
+        if self.engine_file.is_file():
+            progress(f"removing what an interrupted `lwsc up` left of kind cluster '{self.name}'")
+            delete = (self.tools.kind, "delete", "cluster", "--name", self.name)
+            self.execute(Cmd(delete, "remove the leftover cluster"))
+            return
+        raise UserError(
+                f"a kind cluster named '{self.name}' already exists on {engine.describe()} and was not brought up "
+                f"with this state ({self.state_dir}): choose another --name, or, if it is what an interrupted "
+                f"`lwsc up` left, remove it with `lwsc --profile kind down --name {self.name}`"
+            )
+
+    def _real_capacity(self) -> Topology:
+        """The profile's topology with the workers' real allocatable cpu, memory and pods: a kind
+        node is the machine (its cores, its memory), not the profile's fake node, so suites that
+        size pods from the topology size them for the nodes that run them."""
+        selector = "=".join(nodes.POOL_LABEL)
+        read = self._kubectl("get", "nodes", "-l", selector, "-o", "json")
+        out = self.execute(Cmd(read, "read the workers' capacity"))
+        try:
+            workers_seen = json.loads(out.stdout)["items"]
+        except (ValueError, KeyError) as exc:
+            raise InfraError(f"kind provider: unreadable `kubectl get nodes -o json` output ({exc})") from None
+        if len(workers_seen) != self.profile.topology.nodes:
+            raise InfraError(
+                f"kind provider: {len(workers_seen)} node(s) labelled {selector}, the profile has "
+                f"{self.profile.topology.nodes}"
+            )
+        return dataclasses.replace(self.profile.topology, **discovery.node_capacity(workers_seen))
 
     def _known_engine(self) -> None:
         """The engine `up` used (down and faults run after a new lwsc process starts)."""

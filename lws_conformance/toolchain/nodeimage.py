@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import tarfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +64,7 @@ PAUSE_VERSION = "3.10.2"  # build/pause/Makefile TAG at Kubernetes v1.36
 REGISTRY = "registry.k8s.io"
 LOCAL = "lwsc.local"
 BUILD_LABEL = "lwsc.kind-node-build=1"  # the containers a node image build runs or creates
+KIND_NODE_LABEL = "io.x-k8s.kind.cluster"  # on every kind node container
 WAIT_CONTAINERD = (
     "for i in $(seq 1 100); do [ -S /run/containerd/containerd.sock ] && /usr/bin/ctr version >/dev/null 2>&1 "
     "&& exit 0; sleep 0.1; done; exit 1"
@@ -254,24 +255,37 @@ def build_pause(pause_c: Path, out_dir: Path) -> Path:
 
 
 def rootfs(inputs: NodeInputs, progress: Progress) -> Path:
-    """The Debian rootfs tar (cached by package list, suite and mirror)."""
-    out = cache.cache_root() / "kind" / f"rootfs-{DEBIAN_SUITE}-{rootfs_key(inputs)}.tar"
+    """The node's Debian rootfs tar (cached by package list, suite and mirror)."""
+    return debian_rootfs("rootfs", rootfs_key(inputs), PACKAGES, inputs.mirror, progress)
+
+
+def debian_rootfs(
+    name: str,
+    key: str,
+    packages: list[str],
+    mirror: str,
+    progress: Progress,
+    options: Sequence[str] = ("--variant=minbase",),
+) -> Path:
+    """A Debian DEBIAN_SUITE rootfs tar made by `mmdebstrap` with `packages` (and `options`),
+    cached as `<cache>/kind/<name>-<suite>-<key>.tar`: `key` must hash everything that goes in."""
+    out = cache.cache_root() / "kind" / f"{name}-{DEBIAN_SUITE}-{key}.tar"
     if out.is_file() and (out.with_suffix(".ok")).is_file():
         return out
     tool = shutil.which("mmdebstrap")
     if tool is None:
         raise UserError(
-            "building the kind node image needs mmdebstrap (`scripts/bootstrap --kind` or "
+            "building a Debian rootfs needs mmdebstrap (`scripts/bootstrap --kind` or "
             "`apt-get install mmdebstrap`), or give a node image with --set kind.node_image=..."
         )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     log = out.with_suffix(".log")
-    progress(f"kind node image: Debian {DEBIAN_SUITE} rootfs from {inputs.mirror} (log {log}; ~3 min)")
+    progress(f"Debian {DEBIAN_SUITE} rootfs ({name}) from {mirror} (log {log}; ~3 min)")
     started = time.monotonic()
     with log.open("w") as fh:
         proc = subprocess.run(
-            [tool, "--variant=minbase", f"--include={','.join(PACKAGES)}", DEBIAN_SUITE, str(tmp), inputs.mirror],
+            [tool, "--format=tar", *options, f"--include={','.join(packages)}", DEBIAN_SUITE, str(tmp), mirror],
             stdout=fh,
             stderr=subprocess.STDOUT,
         )
@@ -290,6 +304,18 @@ class Built:
     agnhost: str
 
 
+def remove_build_leftovers(engine: Engine) -> list[str]:
+    """Remove the containers an interrupted build left (a killed process never reached its
+    `finally`); never a kind node: `docker commit` keeps the build container's labels in the node
+    image, so every node of a cluster made from it carries BUILD_LABEL too."""
+    ours = engine.run("ps", "-aq", "--filter", f"label={BUILD_LABEL}").split()
+    nodes = engine.run("ps", "-aq", "--filter", f"label={BUILD_LABEL}", "--filter", f"label={KIND_NODE_LABEL}")
+    left = [c for c in ours if c not in nodes.split()]
+    if left:
+        engine.run("rm", "-f", *left, check=False)
+    return left
+
+
 def ensure(engine: Engine, inputs: NodeInputs, progress: Progress, node: bool = True) -> Built:
     """The node image (unless `node` is false) and the helper images on `engine`, each built
     when missing or not what `inputs` make."""
@@ -301,10 +327,7 @@ def ensure(engine: Engine, inputs: NodeInputs, progress: Progress, node: bool = 
     if all(present(engine, r, key) for r in wanted):
         return built
     with cache.locked(f"kind-node-{key}"):
-        # containers an interrupted build left (a killed process never reached its `finally`)
-        left = engine.run("ps", "-aq", "--filter", f"label={BUILD_LABEL}").split()
-        if left:
-            engine.run("rm", "-f", *left, check=False)
+        remove_build_leftovers(engine)
         started = time.monotonic()
         work = cache.build_dir("kind-node", key)
         shutil.rmtree(work, ignore_errors=True)
