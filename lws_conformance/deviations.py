@@ -24,7 +24,7 @@ from .catalogue import parse_version, reached
 
 ROOT = resources.root()
 FILE = resources.fixtures() / "known-deviations.yaml"
-KINDS = ("deterministic", "race")
+KINDS = ("deterministic", "race", "conditional")
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,9 @@ class Deviation:
     requirement: str
     component: str
     introduced: str | None  # first affected version (None: every version the requirement covers)
-    fixed: str | None  # first version without it, a release or a main build `vX.Y.Z+main.N` (catalogue.reached)
+    # first version without it, a release or a main build `vX.Y.Z+main.N` (catalogue.reached); one
+    # per release line when the fix was backported (`fixed_in`)
+    fixed: tuple[str, ...]
     kind: str
     symptom: re.Pattern[str]
     exception: str | None  # exception class name the failure must have, if set
@@ -52,7 +54,7 @@ class Deviation:
             return False
         if self.introduced and not reached(have, self.introduced):
             return False
-        return not (self.fixed and reached(have, self.fixed))
+        return not fixed_in(have, self.fixed)
 
     def matches(self, exception: str, message: str) -> bool:
         """Does a failure show this deviation's symptom? The symptom must match the assertion's
@@ -66,12 +68,35 @@ class Deviation:
         return ", ".join(self.upstream) or f"not reported upstream yet: ready-to-file report {self.report}"
 
 
+def fixed_in(have: str, fixed: tuple[str, ...]) -> bool:
+    """Does version `have` carry the fix? With one `fixed` version: from it on. With several (a fix
+    backported to release lines, e.g. v0.16.7, v0.17.2, v0.18.0): a version on the line of one of
+    them from that one on, and any later line than the newest; an older line, or a line none of
+    them names, keeps the bug."""
+    if not fixed:
+        return False
+    if len(fixed) == 1:
+        return reached(have, fixed[0])
+    line = parse_version(have)[:2]
+    same = [f for f in fixed if parse_version(f)[:2] == line]
+    if same:
+        return reached(have, same[0])
+    return line > max(parse_version(f)[:2] for f in fixed)
+
+
 def own_message(message: str) -> str:
     """A failure message as the check wrote it: pytest's assertion rewriting appends its
     introspection ("\nassert ...") and indents every further line of the message by two spaces;
     both are undone. Messages not rewritten by pytest (raised explicitly) are kept as they are."""
     own, rewritten, _ = message.partition("\nassert ")
     return own.replace("\n  ", "\n") if rewritten else own
+
+
+def _versions(raw: object) -> tuple[str, ...]:
+    """`fixed:` as one version or a list of them."""
+    if not raw:
+        return ()
+    return tuple(str(v) for v in raw) if isinstance(raw, list) else (str(raw),)
 
 
 def _one(raw: dict[str, object]) -> Deviation:
@@ -84,7 +109,7 @@ def _one(raw: dict[str, object]) -> Deviation:
         requirement=str(raw["requirement"]),
         component=str(raw["component"]),
         introduced=str(affected["from"]) if affected.get("from") else None,
-        fixed=str(affected["fixed"]) if affected.get("fixed") else None,
+        fixed=_versions(affected.get("fixed")),
         kind=str(raw["kind"]),
         symptom=re.compile(str(raw["symptom"])),
         exception=str(raw["exception"]) if raw.get("exception") else None,
@@ -102,9 +127,12 @@ def _one(raw: dict[str, object]) -> Deviation:
         raise ValueError(f"deviation {did}: report {dev.report} does not exist")
     if any(not u.startswith("https://") for u in dev.upstream):
         raise ValueError(f"deviation {did}: upstream references must be https:// URLs")
-    for v in (dev.introduced, dev.fixed):
+    for v in (dev.introduced, *dev.fixed):
         if v:
             parse_version(v)
+    lines = [parse_version(f)[:2] for f in dev.fixed]
+    if len(lines) != len(set(lines)):
+        raise ValueError(f"deviation {did}: `fixed` names one version per release line")
     return dev
 
 

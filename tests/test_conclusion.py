@@ -12,7 +12,7 @@ from lws_conformance.verdicts import PRIVATE
 
 
 def dev(did: str, upstream: tuple[str, ...] = (), report: str = "") -> Deviation:
-    return Deviation(did, "R", "lws", None, None, "deterministic", re.compile("x"), None, "t", upstream, report=report)
+    return Deviation(did, "R", "lws", None, (), "deterministic", re.compile("x"), None, "t", upstream, report=report)
 
 
 DEVS = [dev("up-1", ("https://github.com/kubernetes-sigs/lws/issues/1",)), dev("rep-2", report="docs/upstream/R.md")]

@@ -19,7 +19,8 @@ V09 = {"lws": "v0.9.0"}
 
 def dev(kind: str = "deterministic", symptom: str = r"^boom \d+$", fixed: str | None = "v0.10.0") -> Deviation:
     return Deviation(
-        "up-1", "LWS-X-001", "lws", "v0.5.0", fixed, kind, re.compile(symptom), "AssertionError", "t",
+        "up-1", "LWS-X-001", "lws", "v0.5.0", (fixed,) if fixed else (), kind, re.compile(symptom),
+        "AssertionError", "t",
         ("https://github.com/kubernetes-sigs/lws/issues/1",),
     )
 
@@ -55,7 +56,7 @@ def test_every_failure_is_judged_on_its_own() -> None:
 
 
 def test_two_deviations_of_one_requirement_are_both_named() -> None:
-    other = Deviation("up-2", "LWS-X-001", "lws", None, None, "race", re.compile(r"^bang$"), None, "t2",
+    other = Deviation("up-2", "LWS-X-001", "lws", None, (), "race", re.compile(r"^bang$"), None, "t2",
                       ("https://github.com/kubernetes-sigs/lws/issues/2",))
     o = classify("LWS-X-001", "MUST", "failed", "", "", V09, [dev(), other],
                  failures=[("AssertionError", "boom 1"), ("AssertionError", "bang")])
@@ -184,3 +185,17 @@ def test_bad_deviation_entries_are_rejected(tmp_path: Path) -> None:
     f.write_text("deviations:\n- {id: a, requirement: R, component: lws, kind: race, symptom: x, title: t}\n")
     with pytest.raises(ValueError, match="upstream issue/PR"):
         deviations.load(f)
+
+
+def test_a_fix_backported_to_release_lines_is_judged_per_line() -> None:
+    from lws_conformance.deviations import fixed_in
+
+    lines = ("v0.16.7", "v0.17.2", "v0.18.0")
+    assert [fixed_in(v, lines) for v in ("v0.16.6", "v0.16.7", "v0.17.0", "v0.17.2", "v0.17.8")] == [
+        False, True, False, True, True,
+    ]  # fmt: skip
+    assert [fixed_in(v, lines) for v in ("v0.15.9", "v0.18.0", "v0.19.2", "v0.20.0-devel+main.5@abc")] == [
+        False, True, True, True,
+    ]  # fmt: skip
+    assert fixed_in("v0.19.0", ("v0.18.5", "v0.19.1")) is False  # a line named by its own later patch
+    assert fixed_in("v0.10.0", ("v0.10.0",)) and not fixed_in("v0.9.0", ("v0.10.0",)) and not fixed_in("v1.0.0", ())

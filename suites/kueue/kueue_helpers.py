@@ -7,8 +7,11 @@ test. Pods of one LWS are selected by the LWS name label, so several LWS can sha
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
+
+from kubernetes.client.exceptions import ApiException
 
 from lws_conformance import workloads
 from lws_conformance.k8s import predicates as P
@@ -261,3 +264,59 @@ def topology_assigned(wl: Obj) -> list[str]:
     """Names of the Workload's podsets that carry a TAS topologyAssignment."""
     psas = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
     return sorted(psa["name"] for psa in psas if psa.get("topologyAssignment"))
+
+
+# Kueue's TAS reason when it finds no domain for a PodSet group (tas_flavor_snapshot.go@v0.17.0
+# notFitMessage), for a group whose two PodSets both count one pod.
+ONE_POD_NO_FIT = re.compile(
+    r'couldn\'t assign flavors to pod set \S+: topology "[^"]+" allows to fit only \d+ out of 1 pod\(s\)'
+)
+
+
+def free_per_rack(scenario: Scenario, cluster: ClusterHandle, resource: str) -> dict[str, int]:
+    """rack -> the most `resource` free on one of its nodes now: allocatable minus the requests of
+    every pod bound there and not finished (all namespaces). {} when pods cannot be listed."""
+    t = cluster.topology
+    core = scenario.core
+    try:
+        node_list = core.list_node(label_selector=t.rack_label).items
+        pod_list = core.list_pod_for_all_namespaces(field_selector="status.phase!=Succeeded,status.phase!=Failed").items
+    except ApiException:
+        return {}
+    used: dict[str, int] = {}
+    for pod in pod_list:
+        if pod.spec.node_name:
+            requested = gpus(scenario.api.sanitize_for_serialization(pod), resource)
+            used[pod.spec.node_name] = used.get(pod.spec.node_name, 0) + requested
+    out: dict[str, int] = {}
+    for node in node_list:
+        free = int((node.status.allocatable or {}).get(resource, "0")) - used.get(node.metadata.name, 0)
+        rack = node.metadata.labels[t.rack_label]
+        out[rack] = max(free, out.get(rack, 0))
+    return out
+
+
+def one_pod_group_refused(
+    scenario: Scenario, cluster: ClusterHandle, lws_name: str, replicas: int, worker_gpus: int
+) -> str | None:
+    """For groups of a leader without GPUs and one worker with `worker_gpus`: the picture of a
+    Workload Kueue keeps Pending with ONE_POD_NO_FIT while some rack has a node that holds the
+    worker (the leader needs no GPU), or None when the Workloads do not show it."""
+    uid = lws_uid(scenario, lws_name)
+    found = list_workloads_fn(scenario)(**workload_kwargs(scenario, uid))["items"]
+    named = by_name(found)
+    gpu = cluster.topology.gpu_resource
+    for idx in range(replicas):
+        wl = named.get(workloads.lws_workload_name(lws_name, uid, idx))
+        if wl is None or admitted(wl) or not condition_false(wl, "QuotaReserved"):
+            continue
+        reason = next(c.get("message", "") for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved")
+        if not ONE_POD_NO_FIT.fullmatch(reason):
+            continue
+        fits = sorted(r for r, free in free_per_rack(scenario, cluster, gpu).items() if free >= worker_gpus)
+        if fits:
+            return (
+                f"group {idx}'s Workload {wl['metadata']['name']} stays Pending: {reason}, while rack(s) "
+                f"{', '.join(fits)} have a node with {worker_gpus} or more {gpu} free for its one worker"
+            )
+    return None

@@ -21,6 +21,7 @@ import kueue_helpers as K
 import pytest
 
 from lws_conformance import workloads
+from lws_conformance.k8s.wait import WaitTimeout
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import Scenario
 
@@ -60,7 +61,11 @@ def test_required_rack_colocates_each_group_not_all_groups(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
 ) -> None:
     """Two groups, each needing more than half a rack's GPUs: each must sit in one rack, so the two
-    must sit in different racks. A constraint applied across replicas could not admit them at all."""
+    must sit in different racks. A constraint applied across replicas could not admit them at all.
+
+    With one-node racks a group is a leader and one worker; a group Kueue then keeps Pending while
+    a rack has the worker's GPUs free is named as such (the failure shows Kueue's reason and the
+    free racks), not only as the wait's timeout."""
     _needs_racks(lwsc_cluster, 2)
     t = lwsc_cluster.topology
     per_worker = t.gpus_per_node // 2 + 1  # one worker per node
@@ -70,7 +75,13 @@ def test_required_rack_colocates_each_group_not_all_groups(
     obj = workloads.set_requests(_lws("co", 2, size), "worker", {t.gpu_resource: str(per_worker)})
     scenario.create(workloads.set_tas(obj, t.rack_label))
 
-    pods = scenario.wait_pods(K.all_ready(2, size), "both groups placed and Ready", selector=K.selector("co"))
+    try:
+        pods = scenario.wait_pods(K.all_ready(2, size), "both groups placed and Ready", selector=K.selector("co"))
+    except WaitTimeout:
+        refused = K.one_pod_group_refused(scenario, lwsc_cluster, "co", 2, per_worker) if size == 2 else None
+        if refused:
+            raise AssertionError(refused) from None
+        raise
     racks = _one_rack_per_group(scenario, lwsc_cluster, pods)
     assert racks[0] != racks[1], f"both groups in rack {racks[0]}: they cannot both fit there"
     for p in pods:
