@@ -105,6 +105,7 @@ EPILOG = """exit codes:
   2  bad usage or configuration (one line naming the fix, before any long work)
   3  the harness or the infrastructure broke (a requirement in error)
   4  not conformant, listed upstream bugs only (0 with --accept-known-deviations)
+  5  not finished (launch --wait reached --timeout; job-status, retrieve before the Job ended)
 
 environment:
   KUBECONFIG              the cluster of discover/preflight/cleanup and the existing provider, as kubectl reads it

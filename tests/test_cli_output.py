@@ -65,6 +65,7 @@ def test_help_lists_exit_codes_environment_and_each_subcommands_global_flags(
         cli.main(["--help"])
     top = capsys.readouterr().out
     assert "exit codes:" in top and "  4  not conformant, listed upstream bugs only" in top
+    assert "  5  not finished (launch --wait reached --timeout" in top
     assert "LWSC_CACHE_DIR" in top and "KUBECONFIG" in top and "lwsc completion bash" in top
     for command in ("run", "up", "preflight", "matrix", "bisect"):
         with pytest.raises(SystemExit):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import threading
@@ -164,6 +165,33 @@ def test_generated_role_allows_exactly_what_the_suites_need(k8s: client.ApiClien
                 assert _review(k8s, user, group, resource, verb, runner.namespace), (resource, verb)
     for group, resource, verb, namespaced in FORBIDDEN:
         assert not _review(k8s, user, group, resource, verb, "default" if namespaced else None), (resource, verb)
+
+
+CAN_I = Path(__file__).resolve().parent.parent / "data" / "incluster-can-i.yaml"
+
+
+def _can_i(kubeconfig: Path, user: str, namespace: str) -> list[str]:
+    """`kubectl auth can-i --list --as=USER -n NAMESPACE`, one normalised row per rule (sorted)."""
+    kubectl = os.environ.get("LWSC_KUBECTL") or shutil.which("kubectl")
+    if not kubectl:
+        pytest.skip("kubectl not on PATH (or set LWSC_KUBECTL)")
+    argv = [kubectl, "--kubeconfig", str(kubeconfig), "auth", "can-i", "--list", f"--as={user}", "-n", namespace]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    header, *rows = proc.stdout.splitlines()
+    assert header.split()[:2] == ["Resources", "Non-Resource"], header
+    return sorted(" ".join(row.split()) for row in rows if row.strip())
+
+
+def test_can_i_list_is_the_checked_in_list(lwsc_cluster: ClusterHandle, runner: Runner) -> None:
+    """What the ServiceAccount may do, as `kubectl auth can-i --list` prints it, is exactly
+    tests/data/incluster-can-i.yaml: in a vendor's namespace and, with the results Role, in its own
+    (the cluster's default discovery rules included, so a new grant anywhere shows up here)."""
+    expected = yaml.safe_load(CAN_I.read_text())
+    user, admin = incluster.service_account_user(runner.namespace), Path(lwsc_cluster.kubeconfig)
+    elsewhere, own = _can_i(admin, user, "default"), _can_i(admin, user, runner.namespace)
+    assert elsewhere == sorted(expected["any_namespace"]), "\n".join(elsewhere)
+    assert own == sorted(expected["own_namespace"]), "\n".join(own)
 
 
 def _denied(call: Any, why: str) -> None:
