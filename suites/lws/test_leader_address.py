@@ -65,7 +65,7 @@ def _steady(sc: Scenario, lws: Obj) -> list[Obj]:
         sc.wait_pods(
             lambda ps: P.live(ps) if not steady_state_violations(lws, ps) else None,
             f"LWS {lws['metadata']['name']}: every group Ready",
-            timeout=180 * scale(),
+            timeout=180,
             selector=f"{PFX}name={lws['metadata']['name']}",
         )
     )
@@ -87,7 +87,7 @@ def _published(sc: Scenario, leaders: dict[int, str]) -> list[str]:
             "EndpointSlices",
             check,
             f"the leader IPs {sorted(want)} published",
-            timeout=60 * scale(),
+            timeout=60,
         )
     except WaitTimeout as exc:
         return [
@@ -156,7 +156,7 @@ def test_every_worker_reaches_its_leader_by_lws_leader_address(scenario: Scenari
         sc.wait_pods(
             recreated,
             f"group 0 of {name} recreated with a new leader IP, every group Ready",
-            timeout=180 * scale(),
+            timeout=180,
             selector=f"{PFX}name={name}",
         )
     )

@@ -1,0 +1,156 @@
+"""What only a real kubelet shows: a group's readiness comes from its pods' real readiness probes.
+
+Every pod runs an exec readiness probe (`cat /tmp/ready`, every second) and writes the file at
+start. The test removes the file in one pod through exec, so the kubelet's own probe turns that pod
+not Ready (the process keeps running, nothing restarts), then writes it back: the LWS status must
+follow ("readyReplicas track the number of groups that are in ready state"; "Before a group has
+all its pods ready, the group itself will be in progressing state"). The same scenario with pod
+status written by the harness is LWS-STATUS-004/005 on the local cluster. Needs containers that
+run (kind, or a vendor's cluster): on the local cluster kwok runs none, so this reads not-run there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lws_conformance import images, workloads
+from lws_conformance.claims import Claims
+from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.execute import run_in_pod
+from lws_conformance.k8s.wait import observe, scale
+from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+
+pytestmark = pytest.mark.cluster
+Obj = dict[str, Any]
+READY_FILE = "/tmp/ready"
+WINDOW = 3.0  # seconds (x timeouts.scale) the unready status is watched for
+
+
+def probed_lws(name: str, replicas: int, size: int) -> Obj:
+    """Leaders and workers Ready only while READY_FILE exists (written at start)."""
+    obj = workloads.lws(name, replicas=replicas, size=size)
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    for spec in (lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"]):
+        container = spec["containers"][0]
+        container.pop("args", None)
+        container.update(
+            image=images.ref("agnhost"),
+            command=["/bin/sh", "-c", f"echo ok > {READY_FILE}; exec /agnhost pause"],
+            readinessProbe={
+                "exec": {"command": ["cat", READY_FILE]},
+                "periodSeconds": 1,
+                "failureThreshold": 1,
+            },
+        )
+        spec["terminationGracePeriodSeconds"] = 1
+    return obj
+
+
+def set_probe(sc: Scenario, pod: str, ready: bool) -> None:
+    """Make the kubelet's probe of `pod` pass (write READY_FILE) or fail (remove it)."""
+    script = f"echo ok > {READY_FILE}" if ready else f"/bin/busybox rm -f {READY_FILE}"
+    ran = run_in_pod(sc.api, sc.namespace, pod, _container(sc, pod), ["/bin/sh", "-c", script], timeout=30 * scale())
+    assert ran.returncode == 0, f"exec in {pod} ({script!r}) exited {ran.returncode}: {ran.stderr.strip()!r}"
+
+
+def _container(sc: Scenario, pod: str) -> str:
+    return str(sc.core.read_namespaced_pod(pod, sc.namespace).spec.containers[0].name)
+
+
+def _ready_exactly(expected: set[str], uids: dict[str, str] | None = None) -> Any:
+    def check(pods: list[Obj]) -> list[Obj] | None:
+        live = P.live(pods)
+        same = uids is None or all(p["metadata"]["uid"] == uids.get(p["metadata"]["name"]) for p in live)
+        return live if same and P.names(pods) == expected and all(P.pod_ready(p) for p in live) else None
+
+    return check
+
+
+def _only_unready(expected: set[str], unready: str, uids: dict[str, str]) -> Any:
+    """The same pods (UIDs), all Ready but `unready`, which is Running and not Ready."""
+
+    def check(pods: list[Obj]) -> list[Obj] | None:
+        live = P.live(pods)
+        if P.names(pods) != expected or any(p["metadata"]["uid"] != uids[p["metadata"]["name"]] for p in live):
+            return None
+        target = next(p for p in live if p["metadata"]["name"] == unready)
+        ok = all(P.pod_ready(p) != (p["metadata"]["name"] == unready) for p in live)
+        return live if ok and (target.get("status") or {}).get("phase") == "Running" else None
+
+    return check
+
+
+def _watched(sc: Scenario, name: str, holds: Any) -> str | None:
+    """Watch the LWS for WINDOW seconds: the first status for which `holds` is false, else None."""
+
+    def broken(objs: list[Obj]) -> str | None:
+        mine = [o for o in objs if o["metadata"]["name"] == name]
+        if not mine:
+            return f"LeaderWorkerSet {name} disappeared"
+        return None if holds(mine[0]) else f"status became {mine[0].get('status')}"
+
+    return observe(
+        sc.api,
+        sc.custom.list_namespaced_custom_object,
+        broken,
+        duration=WINDOW,
+        group=LWS_GROUP,
+        version=LWS_VERSION,
+        namespace=sc.namespace,
+        plural=LWS_PLURAL,
+    )
+
+
+def _one_ready_group(lws: Obj) -> bool:
+    st = lws.get("status") or {}
+    return st.get("replicas") == 2 and st.get("readyReplicas", 0) == 1 and P.condition(lws, "Progressing") == "True"
+
+
+def _not_available(lws: Obj) -> bool:
+    return P.condition(lws, "Available") == "False"
+
+
+def _recreated(sc: Scenario, uids: dict[str, str]) -> list[str]:
+    now = {p.metadata.name: p.metadata.uid for p in sc.core.list_namespaced_pod(sc.namespace).items}
+    return sorted(n for n, u in uids.items() if now.get(n) != u)
+
+
+@pytest.mark.requirement("LWS-PROBE-001")
+@pytest.mark.requirement("LWS-PROBE-002")
+@pytest.mark.parametrize("unready", ["worker", "leader"])
+def test_failing_readiness_probe_keeps_the_group_out_of_ready_replicas(
+    scenario: Scenario, claim: Claims, unready: str
+) -> None:
+    """Group 1 of 2: one worker's (or the leader's) probe made to fail, then to pass again."""
+    sc, name, size = scenario, f"probe-{unready[0]}", 3
+    sc.require_real_kubelet()
+    expected = P.expected_pod_names(name, 2, size)
+    sc.create(probed_lws(name, 2, size))
+    pods = sc.wait_pods(_ready_exactly(expected), "2 groups of 3 pods Ready (their probes pass)", timeout=180)
+    sc.wait_lws(name, sc.settled(2), "Available with 2 ready groups")
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+
+    target = f"{name}-1" if unready == "leader" else f"{name}-1-2"
+    set_probe(sc, target, ready=False)
+    sc.wait_pods(_only_unready(expected, target, uids), f"the same pods, all Ready but {target} (its probe fails)")
+    with claim("LWS-PROBE-001"):
+        sc.wait_lws(name, _one_ready_group, "readyReplicas 1 of 2, Progressing=True")
+        violation = _watched(sc, name, _one_ready_group)
+        assert violation is None, f"with {target}'s readiness probe failing: {violation}"
+    with claim("LWS-PROBE-002"):
+        sc.wait_lws(name, _not_available, "Available=False")
+        violation = _watched(sc, name, _not_available)
+        assert violation is None, f"with {target}'s readiness probe failing: {violation}"
+        recreated = _recreated(sc, uids)
+        assert not recreated, f"a failing readiness probe recreated {recreated}"
+
+    set_probe(sc, target, ready=True)
+    sc.wait_pods(_ready_exactly(expected, uids), f"{target}'s probe passes: every pod Ready again")
+    with claim("LWS-PROBE-001"):
+        sc.wait_lws(name, lambda o: (o.get("status") or {}).get("readyReplicas") == 2, "readyReplicas 2 again")
+    with claim("LWS-PROBE-002"):
+        assert (
+            P.condition(sc.wait_lws(name, sc.settled(2), "Available again with 2 ready groups"), "Available") == "True"
+        )
