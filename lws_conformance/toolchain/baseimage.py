@@ -184,14 +184,7 @@ def write_rootfs(debian: Path, host: HostPython, files: list[tuple[str, Path]], 
             tar.addfile(member, src.extractfile(member) if member.isfile() else None)
             dirs.add(member.name.removeprefix("./").rstrip("/"))
         for name, path in files:
-            parts = name.split("/")[:-1]
-            for i in range(1, len(parts) + 1):
-                d = "/".join(parts[:i])
-                if d not in dirs:
-                    dirs.add(d)
-                    info = tarfile.TarInfo(d)
-                    info.type, info.mode = tarfile.DIRTYPE, 0o755
-                    tar.addfile(info)
+            nodeimage.add_parent_dirs(tar, dirs, name)
             _add(tar, name, path, strip)
         for link in ("python3", "python"):
             _link(tar, f"usr/local/bin/{link}", f"python{host.short}")

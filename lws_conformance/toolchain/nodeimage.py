@@ -189,14 +189,7 @@ def _tar(entries: Iterable[tuple[str, Path | bytes | Link, int]]) -> bytes:
     with tarfile.open(fileobj=buf, mode="w") as tar:
         dirs: set[str] = set()
         for name, src, mode in entries:
-            parts = name.strip("/").split("/")
-            for i in range(1, len(parts)):
-                d = "/".join(parts[:i])
-                if d not in dirs:
-                    dirs.add(d)
-                    info = tarfile.TarInfo(d)
-                    info.type, info.mode = tarfile.DIRTYPE, 0o755
-                    tar.addfile(info)
+            add_parent_dirs(tar, dirs, name)
             if name.endswith("/"):  # a directory of its own (e.g. /tmp, mode 1777)
                 info = tarfile.TarInfo(name.strip("/"))
                 info.type, info.mode = tarfile.DIRTYPE, mode
@@ -302,6 +295,18 @@ class Built:
     node: str  # "" when only the helper images were asked for
     cni: str
     agnhost: str
+
+
+def add_parent_dirs(tar: tarfile.TarFile, dirs: set[str], name: str) -> None:
+    """Add a 0755 directory entry for every parent of `name` not in `dirs` yet (and record it)."""
+    parts = name.strip("/").split("/")
+    for i in range(1, len(parts)):
+        d = "/".join(parts[:i])
+        if d not in dirs:
+            dirs.add(d)
+            info = tarfile.TarInfo(d)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
 
 
 def remove_build_leftovers(engine: Engine) -> list[str]:

@@ -13,15 +13,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import lws_helpers as L
 import pytest
-from kubernetes import client
 
 from lws_conformance import images, workloads
 from lws_conformance.chaos.probes import steady_state_violations
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.execute import run_in_pod
-from lws_conformance.k8s.wait import WaitTimeout, scale
+from lws_conformance.k8s.wait import scale
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
@@ -60,40 +60,17 @@ def _lws(name: str, policy: str | None) -> Obj:
     return obj
 
 
-def _steady(sc: Scenario, lws: Obj) -> list[Obj]:
-    return list(
-        sc.wait_pods(
-            lambda ps: P.live(ps) if not steady_state_violations(lws, ps) else None,
-            f"LWS {lws['metadata']['name']}: every group Ready",
-            timeout=180,
-            selector=f"{PFX}name={lws['metadata']['name']}",
-        )
-    )
-
-
 def _published(sc: Scenario, leaders: dict[int, str]) -> list[str]:
     """Wait until every leader IP is in an EndpointSlice of the namespace (CoreDNS answers from
     them); a failure (empty: published) rather than an exception, so the probe still runs and
     the claim reports both."""
     want = set(leaders.values())
 
-    def check(slices: list[Obj]) -> list[Obj] | None:
-        seen = {a for s in slices for e in s.get("endpoints") or [] for a in e.get("addresses") or []}
-        return slices if want <= seen else None
+    def published(slices: list[Obj]) -> bool:
+        return want <= {a for e in L.endpoints(slices) for a in e.get("addresses") or []}
 
-    try:
-        sc.wait_in_namespace(
-            client.DiscoveryV1Api(sc.api).list_namespaced_endpoint_slice,
-            "EndpointSlices",
-            check,
-            f"the leader IPs {sorted(want)} published",
-            timeout=60,
-        )
-    except WaitTimeout as exc:
-        return [
-            f"the leader IPs {sorted(want)} are in no EndpointSlice of a headless Service: {str(exc).splitlines()[0]}"
-        ]
-    return []
+    late = L.endpoints_unpublished(sc, published, f"the leader IPs {sorted(want)} published")
+    return [f"the leader IPs {sorted(want)} are in no EndpointSlice of a headless Service: {late}"] if late else []
 
 
 def _probe(sc: Scenario, pods: list[Obj], leaders: dict[int, str]) -> list[str]:
@@ -136,7 +113,7 @@ def test_every_worker_reaches_its_leader_by_lws_leader_address(scenario: Scenari
     sc.require_real_kubelet()
     name = "addr"
     lws = sc.create(_lws(name, None))
-    pods = _steady(sc, lws)
+    pods = L.steady(sc, lws)
     leaders = _leaders(pods)
     with claim("LWS-ADDR-001"):
         failures = _published(sc, leaders) + _probe(sc, pods, leaders)
@@ -173,7 +150,7 @@ def test_every_worker_reaches_its_leader_under_unique_per_replica(scenario: Scen
     sc = scenario
     sc.require_real_kubelet()
     lws = sc.create(_lws("addr-u", "UniquePerReplica"))
-    pods = _steady(sc, lws)
+    pods = L.steady(sc, lws)
     leaders = _leaders(pods)
     with claim("LWS-ADDR-002"):
         failures = _published(sc, leaders) + _probe(sc, pods, leaders)

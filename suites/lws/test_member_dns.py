@@ -15,15 +15,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import lws_helpers as L
 import pytest
-from kubernetes import client
 
 from lws_conformance import images, workloads
-from lws_conformance.chaos.probes import steady_state_violations
 from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.execute import run_in_pod
-from lws_conformance.k8s.wait import WaitTimeout, scale
+from lws_conformance.k8s.wait import scale
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
@@ -47,17 +45,6 @@ def _lws(name: str, policy: str | None) -> Obj:
     return obj
 
 
-def _steady(sc: Scenario, lws: Obj) -> list[Obj]:
-    return list(
-        sc.wait_pods(
-            lambda ps: P.live(ps) if not steady_state_violations(lws, ps) else None,
-            f"LWS {lws['metadata']['name']}: every group Ready",
-            timeout=180,
-            selector=f"{PFX}name={lws['metadata']['name']}",
-        )
-    )
-
-
 def _group(pod: Obj) -> str:
     return str(pod["metadata"]["labels"][PFX + "group-index"])
 
@@ -79,23 +66,11 @@ def _published(sc: Scenario, pods: list[Obj]) -> list[str]:
     exception, so the lookups still run and the claim reports both."""
     want = {(p["metadata"]["name"], p["status"]["podIP"]) for p in pods}
 
-    def check(slices: list[Obj]) -> list[Obj] | None:
-        seen = {
-            (e.get("hostname"), a) for s in slices for e in s.get("endpoints") or [] for a in e.get("addresses") or []
-        }
-        return slices if want <= seen else None
+    def published(slices: list[Obj]) -> bool:
+        return want <= {(e.get("hostname"), a) for e in L.endpoints(slices) for a in e.get("addresses") or []}
 
-    try:
-        sc.wait_in_namespace(
-            client.DiscoveryV1Api(sc.api).list_namespaced_endpoint_slice,
-            "EndpointSlices",
-            check,
-            "every pod IP published under its pod name as hostname",
-            timeout=60,
-        )
-    except WaitTimeout as exc:
-        return [f"not every pod is in an EndpointSlice under its own hostname: {str(exc).splitlines()[0]}"]
-    return []
+    late = L.endpoints_unpublished(sc, published, "every pod IP published under its pod name as hostname")
+    return [f"not every pod is in an EndpointSlice under its own hostname: {late}"] if late else []
 
 
 def parse_lookups(stdout: str) -> tuple[str | None, dict[str, set[str]]]:
@@ -134,7 +109,7 @@ def _lookups(sc: Scenario, pods: list[Obj], names: dict[str, str]) -> list[str]:
 def _check(sc: Scenario, claim: Claims, rid: str, name: str, policy: str | None) -> None:
     sc.require_real_kubelet()
     lws = sc.create(_lws(name, policy))
-    pods = _steady(sc, lws)
+    pods = L.steady(sc, lws)
     with claim(rid):
         names = promised_names(name, policy, pods)
         failures = _published(sc, pods) + _lookups(sc, pods, names)

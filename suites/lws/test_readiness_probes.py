@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import lws_helpers as L
 import pytest
 
 from lws_conformance import images, workloads
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.execute import run_in_pod
-from lws_conformance.k8s.wait import observe, scale
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.k8s.wait import scale
+from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -82,36 +83,6 @@ def _only_unready(expected: set[str], unready: str, uids: dict[str, str]) -> Any
     return check
 
 
-def _watched(sc: Scenario, name: str, holds: Any) -> str | None:
-    """Watch the LWS for WINDOW seconds: the first status for which `holds` is false, else None."""
-
-    def broken(objs: list[Obj]) -> str | None:
-        mine = [o for o in objs if o["metadata"]["name"] == name]
-        if not mine:
-            return f"LeaderWorkerSet {name} disappeared"
-        return None if holds(mine[0]) else f"status became {mine[0].get('status')}"
-
-    return observe(
-        sc.api,
-        sc.custom.list_namespaced_custom_object,
-        broken,
-        duration=WINDOW,
-        group=LWS_GROUP,
-        version=LWS_VERSION,
-        namespace=sc.namespace,
-        plural=LWS_PLURAL,
-    )
-
-
-def _one_ready_group(lws: Obj) -> bool:
-    st = lws.get("status") or {}
-    return st.get("replicas") == 2 and st.get("readyReplicas", 0) == 1 and P.condition(lws, "Progressing") == "True"
-
-
-def _not_available(lws: Obj) -> bool:
-    return P.condition(lws, "Available") == "False"
-
-
 def _recreated(sc: Scenario, uids: dict[str, str]) -> list[str]:
     now = {p.metadata.name: p.metadata.uid for p in sc.core.list_namespaced_pod(sc.namespace).items}
     return sorted(n for n, u in uids.items() if now.get(n) != u)
@@ -136,12 +107,12 @@ def test_failing_readiness_probe_keeps_the_group_out_of_ready_replicas(
     set_probe(sc, target, ready=False)
     sc.wait_pods(_only_unready(expected, target, uids), f"the same pods, all Ready but {target} (its probe fails)")
     with claim("LWS-PROBE-001"):
-        sc.wait_lws(name, _one_ready_group, "readyReplicas 1 of 2, Progressing=True")
-        violation = _watched(sc, name, _one_ready_group)
+        sc.wait_lws(name, L.one_ready_group_of_two, "readyReplicas 1 of 2, Progressing=True")
+        violation = L.watched(sc, name, L.one_ready_group_of_two, WINDOW)
         assert violation is None, f"with {target}'s readiness probe failing: {violation}"
     with claim("LWS-PROBE-002"):
-        sc.wait_lws(name, _not_available, "Available=False")
-        violation = _watched(sc, name, _not_available)
+        sc.wait_lws(name, L.not_available, "Available=False")
+        violation = L.watched(sc, name, L.not_available, WINDOW)
         assert violation is None, f"with {target}'s readiness probe failing: {violation}"
         recreated = _recreated(sc, uids)
         assert not recreated, f"a failing readiness probe recreated {recreated}"

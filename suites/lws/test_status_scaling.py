@@ -11,13 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import lws_helpers as L
 import pytest
 
 from lws_conformance import workloads
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.client import to_dict
-from lws_conformance.k8s.wait import observe
 from lws_conformance.observe import artifact_dir, record, saved
 from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
 
@@ -207,17 +207,6 @@ def _only_unready(expected: set[str], unready: str, uids: dict[str, str]) -> Any
     return check
 
 
-def _one_ready_group(lws: Obj) -> bool:
-    """LWS-STATUS-004: the partly Ready group is not counted and the LWS is Progressing."""
-    st = lws.get("status") or {}
-    return st.get("replicas") == 2 and st.get("readyReplicas", 0) == 1 and P.condition(lws, "Progressing") == "True"
-
-
-def _not_available(lws: Obj) -> bool:
-    """LWS-STATUS-005: and v0.9.0 says Available=False (1 of 2 groups ready)."""
-    return P.condition(lws, "Available") == "False"
-
-
 @pytest.mark.requirement("LWS-STATUS-004")
 @pytest.mark.requirement("LWS-STATUS-005")
 @pytest.mark.parametrize("unready", ["worker", "leader"])
@@ -239,14 +228,14 @@ def test_partly_ready_group_is_not_a_ready_group(scenario: Scenario, claim: Clai
     _set_ready(sc, target, False)
     sc.wait_pods(_only_unready(expected, target, uids), f"the same pods, all Ready but {target}")
     with claim("LWS-STATUS-004"):
-        sc.wait_lws(name, _one_ready_group, "readyReplicas 1 of 2, Progressing=True")
-        violation = _watched(sc, name, _one_ready_group)
+        sc.wait_lws(name, L.one_ready_group_of_two, "readyReplicas 1 of 2, Progressing=True")
+        violation = L.watched(sc, name, L.one_ready_group_of_two)
         assert violation is None, f"with {target} not Ready: {violation}"
     with claim("LWS-STATUS-005"):
-        lws = sc.wait_lws(name, _not_available, "Available=False")
+        lws = sc.wait_lws(name, L.not_available, "Available=False")
         prog = _cond(lws, "Progressing")
         assert prog and (prog["reason"], prog["message"]) == ("GroupsProgressing", "Replicas are progressing"), prog
-        violation = _watched(sc, name, _not_available)
+        violation = L.watched(sc, name, L.not_available)
         assert violation is None, f"with {target} not Ready: {violation}"
         sc.wait_pods(_only_unready(expected, target, uids), f"{target} still the only unready pod (nothing recreated)")
 
@@ -256,24 +245,3 @@ def test_partly_ready_group_is_not_a_ready_group(scenario: Scenario, claim: Clai
         sc.wait_lws(name, lambda o: (o.get("status") or {}).get("readyReplicas") == 2, "readyReplicas 2 again")
     with claim("LWS-STATUS-005"):
         assert _available(sc.wait_lws(name, sc.settled(2), "Available again with 2 ready groups"))
-
-
-def _watched(sc: Scenario, name: str, holds: Any) -> str | None:
-    """Watch the LWS for 3 s (scaled): the first status for which `holds` is false, else None."""
-
-    def broken(objs: list[Obj]) -> str | None:
-        mine = [o for o in objs if o["metadata"]["name"] == name]
-        if not mine:
-            return f"LeaderWorkerSet {name} disappeared"
-        return None if holds(mine[0]) else f"status became {mine[0].get('status')}"
-
-    return observe(
-        sc.api,
-        sc.custom.list_namespaced_custom_object,
-        broken,
-        duration=3,
-        group=LWS_GROUP,
-        version=LWS_VERSION,
-        namespace=sc.namespace,
-        plural=LWS_PLURAL,
-    )
