@@ -1,0 +1,110 @@
+"""Measure a full warm `lwsc run` at several `-n`: wall time, CPU-seconds, identical verdicts.
+
+Run: .venv/bin/python benchmarks/run_cpu.py [--workers 2,3,4,6] [--rounds 3] [--profile P]
+Each round is `lwsc run -n N --name cpu-bench` (up from cached binaries and snapshots, the suites,
+reports, down). CPU-seconds are the machine's: user + nice + system + irq + softirq from
+/proc/stat over the run, so every process counts (control plane, controllers, kwok, pytest
+workers, report rendering) — run it on an idle machine, and the idle load before the first round
+is printed and recorded. Every round's requirement verdicts must equal the first round's; the
+differences are listed. Results: benchmarks/results/run-cpu-<date>.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "cpu-bench"
+
+
+def busy_seconds() -> float:
+    """CPU time spent by the whole machine since boot (every CPU), in seconds."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def one_round(workers: int, profile: str | None, reports: Path) -> dict[str, object]:
+    cmd = [sys.executable, "-m", "lws_conformance.cli", *(["--profile", profile] if profile else [])]
+    cmd += ["--name", NAME, "run", "-n", str(workers), "--reports", str(reports)]
+    cpu0, wall0 = busy_seconds(), time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    wall, cpu = time.monotonic() - wall0, busy_seconds() - cpu0
+    summary = json.loads(((reports / "latest").resolve() / "summary.json").read_text())
+    verdicts = {r["id"]: r["verdict"] for r in summary["requirements"]}
+    return {"workers": workers, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "exit": proc.returncode,
+            "verdicts": verdicts}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", default="2,3,4,6", help="comma-separated -n values")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--profile", default=None)
+    args = ap.parse_args()
+    counts = [int(w) for w in args.workers.split(",")]
+    load = os.getloadavg()
+    print(f"load before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
+    rounds = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for n in counts:
+                out = one_round(n, args.profile, Path(tmp) / f"n{n}-{r}")
+                rounds.append(out)
+                print(f"-n {n} round {r + 1}: wall {out['wall_s']} s, cpu {out['cpu_s']} s, exit {out['exit']}",
+                      flush=True)  # fmt: skip
+    first = rounds[0]["verdicts"]
+    assert isinstance(first, dict)
+    for rnd in rounds:
+        v = rnd.pop("verdicts")
+        assert isinstance(v, dict)
+        rnd["verdict_differences"] = {k: [first.get(k), v.get(k)] for k in sorted(set(first) | set(v))
+                                      if first.get(k) != v.get(k)}  # fmt: skip
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    by_n = {
+        n: {
+            "wall_median_s": statistics.median(float(r["wall_s"]) for r in rounds if r["workers"] == n),  # type: ignore[arg-type]
+            "cpu_median_s": statistics.median(float(r["cpu_s"]) for r in rounds if r["workers"] == n),  # type: ignore[arg-type]
+        }
+        for n in counts
+    }
+    result = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "commit": commit.stdout.strip(),
+        "machine": f"{platform.node()} ({os.cpu_count()} cores)",
+        "load_before": [round(x, 2) for x in load],
+        "profile": args.profile or "default",
+        "rounds": rounds,
+        "by_workers": by_n,
+    }
+    stem = ROOT / "benchmarks" / "results" / f"run-cpu-{time.strftime('%Y-%m-%d-%H%M')}"
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    lines = [
+        f"# Full warm `lwsc run` by -n ({result['date']}, commit {result['commit']}, {result['machine']}, "
+        f"load before {result['load_before'][0]})",
+        "",
+        "| -n | wall (median) | CPU-seconds (median) | rounds | exits | verdicts differing from the first round |",
+        "|---|---|---|---|---|---|",
+    ]
+    for n in counts:
+        mine = [r for r in rounds if r["workers"] == n]
+        diffs = sorted({k for r in mine for k in r["verdict_differences"]})  # type: ignore[attr-defined]
+        lines.append(
+            f"| {n} | {by_n[n]['wall_median_s']:.0f} s | {by_n[n]['cpu_median_s']:.0f} s | {len(mine)} | "
+            f"{', '.join(str(r['exit']) for r in mine)} | {', '.join(diffs) or 'none'} |"
+        )
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print(stem.with_suffix(".md"))
+
+
+if __name__ == "__main__":
+    main()
