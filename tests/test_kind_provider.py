@@ -355,7 +355,10 @@ def test_up_removes_what_its_own_interrupted_up_left(tmp_path: Path, monkeypatch
     c = make(tmp_path, runner=runner)
     c.state_dir.mkdir(parents=True)
     c.engine_file.write_text('{"host": "unix:///x.sock", "private": true}')
-    c._refuse_foreign(engine.Engine("unix:///x.sock", private=True), lambda _m: None)
+    monkeypatch.setattr(c, "engine", lambda _p: engine.Engine("unix:///x.sock", private=True))
+    monkeypatch.setattr(c, "images", lambda *_a: (_ for _ in ()).throw(RuntimeError("creating")))
+    with pytest.raises(RuntimeError, match="creating"):
+        c.up(lambda _m: None)
     assert [a for a, _ in runner.calls][1] == ("/opt/kind", "delete", "cluster", "--name", "lwsc")
 
 

@@ -589,13 +589,15 @@ class KindCluster:
     def up(self, progress: Progress) -> ClusterHandle:
         """Create the kind cluster and install LWS and Kueue, or return the one up already."""
         engine = self.engine(progress)
+        exists = self._exists()
         if self.running():
-            if self._exists():
+            if exists:
                 progress(f"kind cluster '{self.name}' is already up")
                 return ClusterHandle.from_json(self.handle_file.read_text())
             progress(f"kind cluster '{self.name}' was brought up but its nodes are gone: creating it again")
             shutil.rmtree(self.state_dir, ignore_errors=True)
-        self._refuse_foreign(engine, progress)
+        elif exists:
+            self._leftover_or_foreign(engine, progress)
         low = inotify_warning()
         if low:
             progress(low)
@@ -652,12 +654,10 @@ class KindCluster:
         out = self.run((self.tools.kind, "get", "clusters"), None, self.env)
         return out.returncode == 0 and self.name in out.stdout.split()
 
-    def _refuse_foreign(self, engine: engines.Engine, progress: Progress) -> None:
-        """A kind cluster of this name already on the engine: what an interrupted `up` of this
-        state left (its engine file written, no handle) is removed; any other is never created
-        over (kind would refuse) nor deleted by the failed `up`'s clean-up: refused first."""
-        if not self._exists():
-            return
+    def _leftover_or_foreign(self, engine: engines.Engine, progress: Progress) -> None:
+        """A kind cluster of this name is on the engine and this state has no handle for it: what
+        an interrupted `up` of this state left (its engine file written) is removed; any other is
+        never created over (kind would refuse) nor deleted by the failed `up`'s clean-up: refused."""
         if self.engine_file.is_file():
             progress(f"removing what an interrupted `lwsc up` left of kind cluster '{self.name}'")
             delete = (self.tools.kind, "delete", "cluster", "--name", self.name)

@@ -306,6 +306,7 @@ def one_pod_group_refused(
     found = list_workloads_fn(scenario)(**workload_kwargs(scenario, uid))["items"]
     named = by_name(found)
     gpu = cluster.topology.gpu_resource
+    free: dict[str, int] | None = None  # read once, when a Workload shows the reason
     for idx in range(replicas):
         wl = named.get(workloads.lws_workload_name(lws_name, uid, idx))
         if wl is None or admitted(wl) or not condition_false(wl, "QuotaReserved"):
@@ -313,7 +314,8 @@ def one_pod_group_refused(
         reason = next(c.get("message", "") for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved")
         if not ONE_POD_NO_FIT.fullmatch(reason):
             continue
-        fits = sorted(r for r, free in free_per_rack(scenario, cluster, gpu).items() if free >= worker_gpus)
+        free = free_per_rack(scenario, cluster, gpu) if free is None else free
+        fits = sorted(r for r, n in free.items() if n >= worker_gpus)
         if fits:
             return (
                 f"group {idx}'s Workload {wl['metadata']['name']} stays Pending: {reason}, while rack(s) "
