@@ -3,7 +3,8 @@
 Every experiment acts on an LWS (default name `chaos`) in a namespace carrying the harness's run
 label (faults refuse any other namespace). This creates that namespace and LWS (re-creating the
 LWS if one exists), waits until it is steady and prints the environment `chaos run` reads. With
-`node`, the LWS has one group of 2 pods pinned to that node: what chaos/node-failure.yaml needs.
+`node`, the LWS has one group of 2 pods pinned to that node: what chaos/node-failure.yaml and, on
+kind, chaos/node-container-pause.yaml (the chaos node) need.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .errors import UserError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL
 from .k8s.wait import wait_for
+from .providers.kind import CHAOS_LABEL
 
 TARGET_RUN = "chaos-target"  # the run label value: `lwsc cleanup --run-id chaos-target` removes it
 
@@ -28,9 +30,10 @@ def manifest(name: str, node: str | None, hostname_label: str = "kubernetes.io/h
     obj = workloads.lws(name, replicas=1 if node else 2, size=2 if node else 3)
     lwt = obj["spec"]["leaderWorkerTemplate"]
     lwt["restartPolicy"] = "RecreateGroupOnPodRestart"
-    if node:
+    if node:  # tolerating the kind chaos node's taint too (chaos/node-container-pause.yaml)
         for key in ("leaderTemplate", "workerTemplate"):
             lwt[key]["spec"]["nodeSelector"] = {hostname_label: node}
+            lwt[key]["spec"]["tolerations"] = [{"key": CHAOS_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
     return obj
 
 

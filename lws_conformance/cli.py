@@ -22,7 +22,18 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
-from . import bisect, catalogue, cli_certify, cli_conventions, cli_incluster, matrix, provenance, resources, shards
+from . import (
+    bisect,
+    catalogue,
+    cli_certify,
+    cli_conventions,
+    cli_incluster,
+    images,
+    matrix,
+    provenance,
+    resources,
+    shards,
+)
 from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
 from .k8s.objects import RUN_LABEL
@@ -31,6 +42,7 @@ from .providers import discovery, existing, multikueue, preflight, process
 from .providers.base import ClusterHandle, Provider
 from .providers.components import ORDER, state_root
 from .providers.kind import KindCluster, KindTools, built_tool
+from .providers.kind import state_dir as kind_state_dir
 from .providers.local import PORT_FILE, LocalCluster, down_private
 from .providers.ports import claim_port_range
 from .report import html, merge, render
@@ -96,7 +108,7 @@ def _kind(args: argparse.Namespace) -> KindCluster:
 
 
 def _kind_dir(args: argparse.Namespace) -> Path:
-    return state_root() / f"kind-{args.name}"
+    return kind_state_dir(args.name)
 
 
 def _target(args: argparse.Namespace, out: Path | None = None) -> Provider:
@@ -602,11 +614,17 @@ def cmd_chaos_target(args: argparse.Namespace) -> int:
     """Namespace + LWS for the standalone chaos/ experiments; prints the env `chaos run` reads."""
     from .chaos_target import create
 
-    cluster = _cluster(args)
+    on_kind = _provider(args) == "kind"
+    cluster = _kind(args) if on_kind else _cluster(args)
     if not cluster.running():
-        raise UserError(f"cluster '{args.name}' is not up; run `lwsc up` first")
+        up = "lwsc --profile kind up" if on_kind else "lwsc up"
+        raise UserError(f"cluster '{args.name}' is not up; run `{up}` first")
+    if on_kind:  # the workload images kind nodes hold instead of the suites' (nothing is pulled)
+        substitutes = ClusterHandle.from_json(cluster.handle_file.read_text()).images
+        os.environ[images.SUBSTITUTES_ENV] = json.dumps(substitutes)
     env = create(str(cluster.kubeconfig), args.namespace, args.lws, args.node)
-    env["LWSC_DISPOSABLE_CLUSTER"] = args.name  # process and node faults need this opt-in
+    if not on_kind:  # kind faults check the cluster's own handle instead of an opt-in
+        env["LWSC_DISPOSABLE_CLUSTER"] = args.name  # process and node faults need this opt-in
     print(" ".join(f"{k}={v}" for k, v in env.items()))
     return 0
 
@@ -750,7 +768,9 @@ def _cluster_tool_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     tgt = sub.add_parser("chaos-target", help="create the namespace and LWS chaos/ experiments act on; print env")
     tgt.add_argument("--namespace", default="lwsc-chaos", help="namespace (gets the run label; default lwsc-chaos)")
     tgt.add_argument("--lws", default="chaos", help="LWS name (default chaos, the experiments' default)")
-    tgt.add_argument("--node", help="pin one group of 2 pods to this node (for chaos/node-failure.yaml)")
+    tgt.add_argument(
+        "--node", help="pin one group of 2 pods to this node (chaos/node-failure.yaml; on kind the chaos node)"
+    )
 
 
 def _matrix_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

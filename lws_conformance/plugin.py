@@ -47,6 +47,7 @@ MARKERS = (
     "requirement(id): the catalogue requirement this test proves",
     "cluster: needs a running cluster (the local one is brought up on demand)",
     "xdist_group(name): run these tests on one xdist worker (--dist=loadgroup; inert on pytest 9.2, pytest-xdist#1386)",
+    "alone: disturbs the whole shared cluster; on kind and existing clusters no other test runs meanwhile",
     "exclusive(name): tests with the same name never run at the same time, on any worker (a lock held "
     "from setup to teardown)",
     "private_cluster(*settings): KEY=VALUE profile settings of this test's private cluster (e.g. "
@@ -245,12 +246,34 @@ def _exclusive(request: pytest.FixtureRequest, run_id: str) -> Iterator[None]:
     Not `xdist_group`: on pytest 9.2 pytest-xdist 3.8's loadgroup silently groups nothing (it
     rewrites `item._nodeid`, which pytest no longer reads; pytest-dev/pytest-xdist#1386), so the
     scale tests, each filling every rack, ran side by side. Autouse, so it is set up before and
-    torn down after the test's own fixtures (the scale suite's `drained` waits its pods out)."""
-    mark = request.node.get_closest_marker("exclusive")
-    if mark is None:
+    torn down after the test's own fixtures (the scale suite's `drained` waits its pods out).
+
+    `@pytest.mark.alone`: the test disturbs the whole shared cluster (it deletes a controller's
+    pod), so on kind and existing clusters it runs while no other test of the run uses that cluster
+    (`shared_cluster_turn`). The local provider's disturbing tests use private clusters instead."""
+    with ExitStack() as stack:
+        mark = request.node.get_closest_marker("exclusive")
+        if mark is not None:
+            stack.enter_context(bincache.locked(f"exclusive-{run_id}-{mark.args[0]}"))
+        if "scenario" in request.fixturenames and request.getfixturevalue("lwsc_cluster").provider != "local":
+            alone = request.node.get_closest_marker("alone") is not None
+            stack.enter_context(shared_cluster_turn(run_id, alone))
         yield
+
+
+@contextmanager
+def shared_cluster_turn(run_id: str, alone: bool) -> Iterator[None]:
+    """Every test on the shared cluster holds its lock shared; an `alone` test holds it
+    exclusively. The gate keeps new tests from starting while an `alone` test waits for the
+    running ones to finish (without it, overlapping shared holders could starve it)."""
+    gate, turn = f"shared-cluster-gate-{run_id}", f"shared-cluster-{run_id}"
+    if alone:
+        with bincache.locked(gate), bincache.locked(turn):
+            yield
         return
-    with bincache.locked(f"exclusive-{run_id}-{mark.args[0]}"):
+    with bincache.locked(gate):
+        pass
+    with bincache.locked(turn, shared=True):
         yield
 
 

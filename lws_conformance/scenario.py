@@ -25,6 +25,11 @@ NEEDS_KUBELET = (
     "run it on kind (`lwsc --profile kind run`) or a cluster of yours"
 )
 
+NEEDS_KIND = (
+    "not-run: the fault touches the node containers or controller pods of a kind cluster lwsc "
+    "brought up; run it with `lwsc --profile kind run`"
+)
+
 
 @dataclass
 class Scenario:
@@ -56,6 +61,21 @@ class Scenario:
             import pytest  # only suites call this
 
             pytest.skip(NEEDS_KUBELET)
+
+    def require_kind(self, chaos_node: bool = False) -> str:
+        """Skip (not-run) unless the cluster is a kind cluster lwsc brought up, and with
+        `chaos_node` one with a chaos node; returns the chaos node's name (or "")."""
+        import pytest  # only suites call this
+
+        if self.cluster.provider != "kind":
+            pytest.skip(NEEDS_KIND)
+        node = self.cluster.endpoints.get("kind-chaos-node", "")
+        if chaos_node and not node:
+            pytest.skip(
+                "not-run: this kind cluster has no chaos node (`kind.chaos_node` was false, or it was "
+                "brought up by an older lwsc): `lwsc --profile kind down` and `up` again"
+            )
+        return node
 
     def require_simulated_kubelet(self, what: str) -> None:
         """Skip (not-run) where real kubelets run: for a scenario that writes what a kubelet

@@ -68,13 +68,20 @@ def test_config_has_one_labelled_worker_per_profile_node() -> None:
     cfg = kind.kind_config(profile, "lwsc")
     assert cfg["apiVersion"] == "kind.x-k8s.io/v1alpha4" and cfg["kind"] == "Cluster" and cfg["name"] == "lwsc"
     assert cfg["nodes"][0] == {"role": "control-plane"}
-    workers = cfg["nodes"][1:]
+    workers, chaos = cfg["nodes"][1:-1], cfg["nodes"][-1]
     assert len(workers) == t.nodes == 32 and {w["role"] for w in workers} == {"worker"}
     for w, (_fake, block, rack) in zip(workers, nodes.node_names(t), strict=True):
         assert w["labels"][t.block_label] == block and w["labels"][t.rack_label] == rack
         assert w["labels"][nodes.POOL_LABEL[0]] == nodes.POOL_LABEL[1]  # the ResourceFlavor selects it
         assert t.hostname_label not in w["labels"]  # the kubelet sets kubernetes.io/hostname itself
     assert kind.worker_names("lwsc", 3) == ["lwsc-worker", "lwsc-worker2", "lwsc-worker3"]
+    # the chaos node: last, tainted, outside the pool (no Kueue flavor, no GPUs), the harness's
+    assert chaos["role"] == "worker" and chaos["labels"] == {nodes.MANAGED_LABEL: "true", kind.CHAOS_LABEL: "true"}
+    join = yaml.safe_load(chaos["kubeadmConfigPatches"][0])
+    assert join == {"kind": "JoinConfiguration", "nodeRegistration": {"taints": [kind.CHAOS_TAINT]}}
+    assert kind.chaos_node(profile, "lwsc") == "lwsc-worker33"
+    off = load_profile("large", ["kind.chaos_node=false"])
+    assert kind.chaos_node(off, "lwsc") is None and len(kind.kind_config(off, "lwsc")["nodes"]) == 33
 
 
 def test_custom_hostname_label_and_kubelet_restricted_keys(tmp_path: Path) -> None:
@@ -148,6 +155,7 @@ def test_controllers_run_the_local_image_and_nothing_else_changes(tmp_path: Path
         "image": "lwsc.local/lws:v0.9.0-abc",
         "imagePullPolicy": "IfNotPresent",
         "resources": {"requests": kind.SYSTEM_REQUESTS},
+        "args": ["--zap-log-level=2"],  # the reconciles the controller-pod chaos test reads
     }
     assert pod_spec["nodeSelector"] == {kind.CONTROL_PLANE: ""}  # the workers stay the suites'
     assert {"key": kind.CONTROL_PLANE, "operator": "Exists", "effect": "NoSchedule"} in pod_spec["tolerations"]
@@ -174,8 +182,9 @@ def test_install_plan_loads_applies_waits_then_gpus_then_kueue_objects(tmp_path:
     assert lines[1][3:] == ("apply", "--server-side", "--force-conflicts", "-f", "-")
     assert "lwsc.local/lws:a" in (plan[1].stdin or "") and "lwsc.local/kueue:b" in (plan[2].stdin or "")
     assert lines[3][3:8] == ("-n", "lws-system", "rollout", "status", "deployment/lws-controller-manager")
-    gpu = [p for p in plan if "--subresource=status" in p.argv]
-    assert len(gpu) == c.profile.topology.nodes
+    advertised = [p for p in plan if "--subresource=status" in p.argv]
+    assert len(advertised) == c.profile.topology.nodes + 1  # GPUs on each worker, TPUs on the chaos node
+    assert advertised[-1].argv == c.resource_patch("lwsc-worker5", "google.com/tpu", 16).argv
     assert "Topology" in (plan[-2].stdin or "") and plan[-2].attempts > 1
 
 
@@ -310,6 +319,13 @@ def test_a_stopped_node_or_a_silent_engine_is_an_infra_error(tmp_path: Path, mon
     assert said and "c-worker1 is exited" in said and "1 node container(s) of c are gone" in said
     docker.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2; exit 1\n")
     assert "its Docker engine does not answer (Cannot connect" in (health.dead_components(handle) or "")
+    # the chaos node is counted but its state not judged: chaos experiments pause it on purpose
+    handle.endpoints["kind-chaos-node"] = "c-chaos"
+    states = ["c-control-plane running", "c-chaos paused"] + [f"c-w{i} running" for i in range(profile.topology.nodes)]
+    docker.write_text("#!/bin/sh\nprintf '%s\\n' " + " ".join(f"'{s}'" for s in states) + "\n")
+    assert health.dead_components(handle) is None
+    docker.write_text("#!/bin/sh\nprintf '%s\\n' " + " ".join(f"'{s}'" for s in states[:-1]) + "\n")
+    assert "1 node container(s) of c are gone" in (health.dead_components(handle) or "")
 
 
 def test_a_failed_command_is_named_by_its_error_line_not_a_warning_before_it() -> None:

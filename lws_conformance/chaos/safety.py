@@ -8,7 +8,10 @@ the shared control plane. So a fault only targets
 - nodes labelled `lwsc.x-k8s.io/managed=true` (the harness's fake nodes);
 - processes of a local cluster whose state directory the harness owns, and never the shared one:
   only clusters named `private-*` (the per-worker `private_cluster`) or the one cluster named
-  explicitly by the `lwsc_disposable_cluster` configuration key.
+  explicitly by the `lwsc_disposable_cluster` configuration key;
+- on a kind cluster `lwsc --profile kind up` made (its kubeconfig in the harness's state, its
+  handle there): the node containers of that cluster only, a paused node only the chaos node
+  (`lwsc.x-k8s.io/chaos=true`, tainted, no other test's pods), and the controllers' own pods.
 
 Each applied fault registers its undo in the ledger; `restore_all()` plays what is still pending.
 chaostoolkit swallows KeyboardInterrupt and skips rollbacks on an interrupted run, so the ledger
@@ -31,6 +34,8 @@ from kubernetes.client.exceptions import ApiException
 from ..errors import UserError
 from ..k8s.objects import RUN_LABEL
 from ..profile import load_profile
+from ..providers import kind
+from ..providers.base import ClusterHandle
 from ..providers.components import ORDER, PORT_OFFSETS, state_root
 from ..providers.local import LocalCluster
 from ..providers.nodes import MANAGED_LABEL
@@ -132,6 +137,39 @@ def local_cluster_of(kubeconfig: str | Path) -> LocalCluster | None:
     base_port = (urlparse(server).port or 0) - PORT_OFFSETS["kube-apiserver"]
     profile = load_profile("default", [f"network.base_port={base_port}"])
     return LocalCluster(profile, name=cluster_dir.name)
+
+
+def kind_cluster(kubeconfig: str | Path) -> ClusterHandle:
+    """The handle of the kind cluster a kubeconfig belongs to, if `lwsc --profile kind up` made
+    it: the kubeconfig is `<state root>/kind-<name>/kubeconfig` next to the handle it wrote."""
+    path = Path(kubeconfig).resolve()
+    handle_file = path.parent / "handle.json"
+    if path.name != "kubeconfig" or path.parent.parent != state_root().resolve() or not handle_file.is_file():
+        raise ChaosRefused(f"{kubeconfig} is not a kind cluster lwsc brought up: node container faults need one")
+    handle = ClusterHandle.from_json(handle_file.read_text())
+    name = handle.endpoints.get("kind-cluster")
+    if handle.provider != "kind" or not name or path.parent != kind.state_dir(name).resolve():
+        raise ChaosRefused(f"{kubeconfig} is not a kind cluster lwsc brought up: node container faults need one")
+    return handle
+
+
+def check_kind_container(handle: ClusterHandle, node: str) -> None:
+    """Refuse a container that is not one of this kind cluster's nodes (kind's cluster label)."""
+    label = '{{index .Config.Labels "io.x-k8s.kind.cluster"}}'
+    out = kind.node_docker(handle, "inspect", "--format", label, node, timeout=20)
+    cluster = handle.endpoints["kind-cluster"]
+    if out.returncode != 0 or out.stdout.strip() != cluster:
+        said = out.stdout.strip() or (out.stderr.strip().splitlines() or ["no such container"])[-1]
+        raise ChaosRefused(f"container {node} is not a node of kind cluster {cluster} ({said})")
+
+
+def check_chaos_node(node: Obj) -> None:
+    """Refuse to pause a node other than the kind cluster's chaos node: a paused node freezes every
+    pod on it, and only the chaos node is tainted against other tests' pods."""
+    check_nodes([node])
+    if (node["metadata"].get("labels") or {}).get(kind.CHAOS_LABEL) != "true":
+        name = node["metadata"]["name"]
+        raise ChaosRefused(f"node {name} lacks {kind.CHAOS_LABEL}=true: only the chaos node is paused")
 
 
 def check_component(cluster: LocalCluster, component: str) -> None:

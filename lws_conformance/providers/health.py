@@ -5,12 +5,12 @@ containers); other providers say nothing."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 from . import process
 from .base import ClusterHandle
+from .kind import node_docker
 
 BROKE = "InfraError: the cluster under test broke (not an LWS/Kueue verdict)"
 
@@ -30,28 +30,23 @@ def dead_components(handle: ClusterHandle) -> str | None:
 
 
 def _dead_kind(handle: ClusterHandle) -> str | None:
-    """The engine not answering, or a node container not running (stopped, paused, gone)."""
-    cluster, host = handle.endpoints.get("kind-cluster"), handle.endpoints.get("docker-host")
+    """The engine not answering, or a node container not running (stopped, paused, gone). The
+    chaos node's state is not judged (chaos experiments pause it on purpose), only its absence."""
+    cluster = handle.endpoints.get("kind-cluster")
     if not cluster:
         return None
-    env = {"DOCKER_HOST": host} if host else {}
     label = f"label=io.x-k8s.kind.cluster={cluster}"
     try:
-        proc = subprocess.run(
-            ["docker", "ps", "-a", "--filter", label, "--format", "{{.Names}} {{.State}}"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            env={**os.environ, **env},
-        )
+        proc = node_docker(handle, "ps", "-a", "--filter", label, "--format", "{{.Names}} {{.State}}", timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{BROKE}: its Docker engine does not answer ({exc})"
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return f"{BROKE}: its Docker engine does not answer ({why})"
     states = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
-    bad = sorted(f"{n} is {s}" for n, s in states.items() if s != "running")
-    expected = handle.topology.nodes + 1
+    chaos = handle.endpoints.get("kind-chaos-node")
+    bad = sorted(f"{n} is {s}" for n, s in states.items() if s != "running" and n != chaos)
+    expected = handle.topology.nodes + 1 + (1 if chaos else 0)
     if len(states) < expected:
         bad.append(f"{expected - len(states)} node container(s) of {cluster} are gone")
     if not bad:

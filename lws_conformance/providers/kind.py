@@ -11,7 +11,8 @@
    loaded with `kind load` and `imagePullPolicy: IfNotPresent`.
 3. **Cluster**: `kind create cluster` from a generated config (a control plane and one worker per
    profile node, labelled with the profile's block / rack / hostname labels and the harness pool
-   label; kind's default CNI off), then the pod network daemon, every node Ready.
+   label; kind's default CNI off; one more worker, tainted, for chaos experiments that pause a
+   node: `chaos_node`), then the pod network daemon, every node Ready.
 4. **GPUs**: kind cannot set extended resources, so `nvidia.com/gpu` is advertised by patching
    node status; the kubelet drops capacity it does not own when a node re-registers, so
    `restart_node` re-applies it (kubernetes PR #64784; Kueue's TAS e2e does the same patch).
@@ -28,6 +29,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -48,6 +50,7 @@ from ..toolchain import manifests_dir, nodeimage
 from ..toolchain.gobuild import Progress, build
 from . import discovery, nodes
 from .base import ClusterHandle
+from .components import state_root
 from .existing import release_run
 
 # Release manifests: kustomize namePrefix + namespace; the controller container is `manager`.
@@ -59,6 +62,13 @@ CONTROLLERS = {
 # are applied with `kubectl label` once the nodes exist.
 RESTRICTED_LABEL_SUFFIXES = ("kubernetes.io", "k8s.io")
 CAPABILITIES = frozenset({"node-restart", "real-kubelet"})
+# The node only chaos experiments use: tainted so no other pod lands there, outside the Kueue pool,
+# without GPUs. Pausing it (a node whose kubelet and containers freeze) disturbs no other test.
+CHAOS_LABEL = "lwsc.x-k8s.io/chaos"
+CHAOS_TAINT = {"key": CHAOS_LABEL, "value": "true", "effect": "NoSchedule"}
+# What the chaos node advertises besides: TPUs, so pods requesting them run there and their
+# processes show the TPU variables LWS injects (no other node offers google.com/tpu).
+CHAOS_TPUS = ("google.com/tpu", 16)
 NETWORK = "kind"  # kind's network name; on the private engine the harness creates it first
 BRIDGE = "lwsc-kind0"
 CNI_NAMESPACE = "kube-system"
@@ -150,6 +160,19 @@ def worker_names(cluster: str, count: int) -> list[str]:
     return [f"{cluster}-worker" + (str(i) if i > 1 else "") for i in range(1, count + 1)]
 
 
+def chaos_node(profile: Profile, cluster: str) -> str | None:
+    """The chaos node's kind name (the worker after the profile's), or None when
+    `kind.chaos_node` is false."""
+    if not kind_settings(profile).get("chaos_node", True):
+        return None
+    return worker_names(cluster, profile.topology.nodes + 1)[-1]
+
+
+def state_dir(name: str) -> Path:
+    """Where `lwsc --profile kind` keeps a cluster's kubeconfig, config and handle."""
+    return state_root() / f"kind-{name}"
+
+
 def _restricted(key: str) -> bool:
     prefix = key.partition("/")[0] if "/" in key else ""
     return any(prefix == s or prefix.endswith("." + s) for s in RESTRICTED_LABEL_SUFFIXES)
@@ -191,6 +214,15 @@ def kind_config(profile: Profile, cluster: str, local_image: bool = False, v1: b
     for _name, labels in workers(profile.topology, cluster):
         allowed = {k: v for k, v in labels.items() if not _restricted(k)}
         cfg_nodes.append({"role": "worker", "labels": allowed})
+    if chaos_node(profile, cluster):
+        join = {"kind": "JoinConfiguration", "nodeRegistration": {"taints": [CHAOS_TAINT]}}
+        cfg_nodes.append(
+            {
+                "role": "worker",
+                "labels": {nodes.MANAGED_LABEL: "true", CHAOS_LABEL: "true"},
+                "kubeadmConfigPatches": [yaml.safe_dump(join)],
+            }
+        )
     cfg: dict[str, Any] = {
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",
@@ -227,6 +259,7 @@ CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 # and CoreDNS. The releases ask 1 CPU for each of LWS's two replicas and 500m for Kueue, which
 # would take half of a 2-CPU worker each; on kind they ask this instead (limits unchanged).
 SYSTEM_REQUESTS = {"cpu": "100m", "memory": "128Mi"}
+LOG_ARGS = ("--zap-log-level=2",)  # what the local cluster starts both controllers with
 
 
 def on_control_plane(pod_spec: dict[str, Any]) -> None:
@@ -237,8 +270,9 @@ def on_control_plane(pod_spec: dict[str, Any]) -> None:
 
 def controller_docs(docs: list[dict[str, Any]], component: str, image: str) -> list[dict[str, Any]]:
     """The rendered `config/default` with the controller container running `image` (never
-    pulled), on the control-plane node with small CPU requests (`SYSTEM_REQUESTS`). Nothing else
-    changes: the release's RBAC, webhooks, Services and configuration."""
+    pulled), on the control-plane node with small CPU requests (`SYSTEM_REQUESTS`), logging at
+    the local cluster's level (`LOG_ARGS`: a chaos test reads the reconciles it logs). Nothing
+    else changes: the release's RBAC, webhooks, Services and configuration."""
     out = copy.deepcopy(docs)
     _ns, deploy = CONTROLLERS[component]
     found = False
@@ -251,6 +285,7 @@ def controller_docs(docs: list[dict[str, Any]], component: str, image: str) -> l
             if c["name"] == "manager":
                 c["image"], c["imagePullPolicy"], found = image, "IfNotPresent", True
                 c.setdefault("resources", {})["requests"] = dict(SYSTEM_REQUESTS)
+                c["args"] = [*(c.get("args") or []), *LOG_ARGS]
     if not found:
         raise InfraError(f"{component}'s config/default has no Deployment {deploy} with a manager container")
     return out
@@ -416,14 +451,18 @@ class KindCluster:
 
     def gpu_patch(self, node: str) -> Cmd:
         t = self.profile.topology
-        key = t.gpu_resource.replace("~", "~0").replace("/", "~1")
+        return self.resource_patch(node, t.gpu_resource, t.gpus_per_node)
+
+    def resource_patch(self, node: str, resource: str, count: int) -> Cmd:
+        """Advertise `count` of an extended resource in the node's status (capacity, allocatable)."""
+        key = resource.replace("~", "~0").replace("/", "~1")
         patch = [
-            {"op": "add", "path": f"/status/capacity/{key}", "value": str(t.gpus_per_node)},
-            {"op": "add", "path": f"/status/allocatable/{key}", "value": str(t.gpus_per_node)},
+            {"op": "add", "path": f"/status/capacity/{key}", "value": str(count)},
+            {"op": "add", "path": f"/status/allocatable/{key}", "value": str(count)},
         ]
         return Cmd(
             self._kubectl("patch", "node", node, "--subresource=status", "--type=json", "-p", json.dumps(patch)),
-            f"advertise {t.gpus_per_node} {t.gpu_resource} on {node}",
+            f"advertise {count} {resource} on {node}",
         )
 
     def plan_install(self, controllers: dict[str, tuple[str, list[dict[str, Any]]]], workload: list[str]) -> list[Cmd]:
@@ -470,6 +509,9 @@ class KindCluster:
         )
         for node, _labels in workers(self.profile.topology, self.name):
             steps.append(self.gpu_patch(node))
+        chaos = chaos_node(self.profile, self.name)
+        if chaos:
+            steps.append(self.resource_patch(chaos, *CHAOS_TPUS))
         t = self.profile.topology
         kueue_objs = [
             nodes.kueue_topology(t, self.profile.kueue_topology_name),
@@ -609,7 +651,10 @@ class KindCluster:
         self.config_file.write_text(
             yaml.safe_dump(kind_config(self.profile, self.name, local_image=local_image), sort_keys=False)
         )
-        progress(f"creating kind cluster '{self.name}' on {engine.describe()} ({self.profile.topology.nodes} workers)")
+        extra = " and a chaos node" if chaos_node(self.profile, self.name) else ""
+        progress(
+            f"creating kind cluster '{self.name}' on {engine.describe()} ({self.profile.topology.nodes} workers{extra})"
+        )
         try:
             self._network(engine)
             for cmd in self.plan_create(refs["node"]):
@@ -636,7 +681,11 @@ class KindCluster:
             kueue_topology_name=self.profile.kueue_topology_name,
             kueue_flavor_name=self.profile.kueue_flavor_name,
             capabilities=CAPABILITIES,
-            endpoints={"kind-cluster": self.name, "docker-host": engine.host},
+            endpoints={
+                "kind-cluster": self.name,
+                "docker-host": engine.host,
+                **({"kind-chaos-node": chaos} if (chaos := chaos_node(self.profile, self.name)) else {}),
+            },
             images={test_images.IMAGES[n][0]: refs[n] for n in (*WORKLOAD_TAGS, "agnhost")},
         )
         self.handle_file.write_text(handle.to_json())
@@ -730,6 +779,14 @@ class KindCluster:
         timeout = f"--timeout={int(self.profile.ready_seconds)}s"
         self.execute(Cmd(self._kubectl("wait", f"node/{node}", "--for=condition=Ready", timeout), f"{node} Ready"))
         self.advertise_gpus([node])
+
+
+def node_docker(handle: ClusterHandle, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`docker ARGS` on the engine of the kind cluster `handle` describes (its DOCKER_HOST, as
+    `up` recorded it); raises OSError or TimeoutExpired when the engine cannot be reached."""
+    host = handle.endpoints.get("docker-host")
+    env = {**os.environ, **({"DOCKER_HOST": host} if host else {})}
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def inotify_warning(path: Path = Path("/proc/sys/fs/inotify/max_user_instances")) -> str | None:

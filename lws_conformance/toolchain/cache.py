@@ -40,12 +40,13 @@ def build_dir(component: str, key: str) -> Path:
 
 
 @contextmanager
-def locked(name: str) -> Iterator[None]:
-    """An exclusive file lock, so two `lwsc` processes (or xdist workers) never build at once."""
+def locked(name: str, shared: bool = False) -> Iterator[None]:
+    """An exclusive file lock, so two `lwsc` processes (or xdist workers) never build at once;
+    `shared`: one that many hold at once, while nobody holds it exclusively."""
     path = cache_root() / "locks" / f"{name}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+        fcntl.flock(fh, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:

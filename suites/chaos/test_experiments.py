@@ -25,7 +25,7 @@ from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.client import api_client, to_dict
 from lws_conformance.k8s.wait import observe, wait_for
 from lws_conformance.observe import artifact_dir, record, saved
-from lws_conformance.providers import nodes, process
+from lws_conformance.providers import kind, nodes, process
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
@@ -311,3 +311,68 @@ def test_node_failure_is_reported_and_the_group_recovers_when_the_node_returns(
         assert probes.pod_uids("chaos", configuration=cfg) == uids, "a node outage (no deletion) recreated pods"
     finally:
         sc.core.delete_node(node["metadata"]["name"])
+
+
+# -- node-, container- and controller-level on kind (real kubelets; `chaos.node_containers`) ------
+def _containers(sc: Scenario) -> dict[str, tuple[str, int]]:
+    """Pod name -> (UID, restarts of all its containers) for the LWS `chaos`."""
+    return {
+        p["metadata"]["name"]: (
+            p["metadata"]["uid"],
+            sum(int(c.get("restartCount") or 0) for c in (p.get("status") or {}).get("containerStatuses") or []),
+        )
+        for p in P.live(sc.pods(actions.group_selector("chaos")))
+    }
+
+
+@pytest.mark.exclusive("kind-chaos-node")
+@pytest.mark.requirement("CHAOS-EXP-006")
+def test_frozen_node_is_reported_and_its_group_resumes_with_the_same_containers(
+    scenario: Scenario, request: pytest.FixtureRequest, run_id: str
+) -> None:
+    """The kind cluster's chaos node (tainted: no other test's pods) hosts the only group; its
+    container is paused, so its kubelet and containers freeze and its Lease is not renewed: KCM's
+    node lifecycle marks it NotReady, and the LWS must report 0 ready groups. Unpaused, the same
+    processes go on: the LWS is steady again with the same pods and no container restarted."""
+    sc = scenario
+    node = sc.require_kind(chaos_node=True)
+    obj = _lws(replicas=1, size=2)
+    for key in ("leaderTemplate", "workerTemplate"):
+        spec = obj["spec"]["leaderWorkerTemplate"][key]["spec"]
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+        spec["tolerations"] = [{"key": kind.CHAOS_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
+    sc.create(obj)
+    cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace}
+    assert probes.seconds_until_steady("chaos", 120, configuration=cfg) >= 0
+    before = _containers(sc)
+    journal = _run(sc, "node-container-pause", request, run_id, node=node)
+    out = runner.outputs(journal)
+    request.node.user_properties.append(("node_not_ready_s", out["pause-node-container"]["not_ready_after_s"]))
+    request.node.user_properties.append(("node_ready_again_s", out["unpause-node-container"]["ready_after_s"]))
+    assert out["group-reported-not-ready"] == 0
+    after = _containers(sc)
+    assert after == before, f"a frozen node (no deletion, no restart) changed pods or restarts: {before} -> {after}"
+
+
+@pytest.mark.requirement("CHAOS-EXP-007")
+def test_container_killed_through_the_runtime_recreates_its_group(
+    scenario: Scenario, request: pytest.FixtureRequest, run_id: str
+) -> None:
+    """Under RecreateGroupOnPodRestart, group 0's worker 1 container is SIGKILLed by crictl in its
+    node (no API write); the kubelet restarts it, and LWS must recreate group 0 whole (every pod
+    new) while group 1 keeps its pods and containers."""
+    sc = scenario
+    sc.require_kind()
+    sc.create(_lws())
+    cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace}
+    assert probes.seconds_until_steady("chaos", 120, configuration=cfg) >= 0
+    before = _containers(sc)
+    journal = _run(sc, "worker-container-kill", request, run_id)
+    killed = runner.outputs(journal)["kill-worker-container"]
+    assert [k["name"] for k in killed] == ["chaos-0-1"], killed
+    after = _containers(sc)
+    group0 = sorted(n for n in before if n == "chaos-0" or n.startswith("chaos-0-"))
+    kept = sorted(n for n in group0 if after.get(n, ("",))[0] == before[n][0])
+    assert not kept, f"group 0 not recreated whole after its worker's container was killed: {kept} kept their UIDs"
+    others = {n: v for n, v in before.items() if n not in group0}
+    assert {n: after.get(n) for n in others} == others, "group 1 was touched by group 0's container kill"

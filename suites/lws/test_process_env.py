@@ -5,10 +5,10 @@ variable added to all containers in the LeaderWorkerSet"); what a framework read
 environment its process was started with. Every container here (two per pod, leader and worker
 templates) and every init container writes its own `env` at start to a shared emptyDir; the pod
 is Ready only once each main container's file exists (an exec readiness probe), and one exec then
-reads every file. TPU variables are not covered: they are injected only into pods that request
-google.com/tpu, which no node of a kind cluster offers, so such a pod never starts. Needs
-containers that run (kind, or a vendor's cluster): on the local cluster kwok runs none, so this
-test reads not-run there.
+reads every file. TPU variables are injected only into containers that request google.com/tpu:
+those pods run on the kind cluster's chaos node, the one node that advertises TPUs. Needs
+containers that run (kind, or a vendor's cluster): on the local cluster kwok runs none, so these
+tests read not-run there.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 import pytest
+from test_tpu_env import TPU, TPU_VARS, expected
 
 from lws_conformance import images, workloads
 from lws_conformance.chaos.probes import steady_state_violations
@@ -24,6 +25,7 @@ from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.execute import run_in_pod
 from lws_conformance.k8s.wait import scale
+from lws_conformance.providers import kind
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
@@ -130,3 +132,55 @@ def test_every_process_sees_the_lws_variables(scenario: Scenario, claim: Claims)
         assert not main, "\n".join(main)
     with claim("LWS-ENV-004"):
         assert not init, "\n".join(init)
+
+
+@pytest.mark.exclusive("kind-chaos-node")
+@pytest.mark.requirement("LWS-TPU-004")
+@pytest.mark.requirement("LWS-TPU-005")
+def test_tpu_processes_see_their_slice(scenario: Scenario, claim: Claims) -> None:
+    """One group of 3 on the kind cluster's chaos node, the one node advertising google.com/tpu
+    (tainted, so only tests that tolerate it land there; `exclusive`: never while it is paused):
+    every pod's main container requests 4 TPUs and records its own env; the TPU variables its
+    process saw must follow the documented formula (test_tpu_env's `expected`), and its side
+    container, which requests none, must see none of them."""
+    sc, name, size = scenario, "ptpu", 3
+    node = sc.require_kind(chaos_node=True)
+    obj = workloads.lws(name, replicas=1, size=size)
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    for role, key in (("leader", "leaderTemplate"), ("worker", "workerTemplate")):
+        main = _container(role, init=False)
+        main["resources"] = {"requests": {**SMALL["requests"], TPU: "4"}, "limits": {TPU: "4"}}
+        lwt[key]["spec"] = {
+            "containers": [main, _container(f"{role}-side", init=False)],
+            "volumes": [{"name": "shared", "emptyDir": {}}],
+            "terminationGracePeriodSeconds": 1,
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [{"key": kind.CHAOS_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
+        }
+    lws = sc.create(obj)
+    pods = sc.wait_pods(
+        lambda ps: P.live(ps) if not steady_state_violations(lws, ps) else None,
+        f"LWS {name}: its group Ready on {node} (every container wrote its env)",
+        timeout=180,
+        selector=f"{PFX}name={name}",
+    )
+    want = expected(name, size, True, None)
+    wrong, leaks = [], []
+    for pod in sorted(pods, key=lambda p: str(p["metadata"]["name"])):
+        pod_name, role = pod["metadata"]["name"], pod["spec"]["containers"][0]["name"]
+        ran = run_in_pod(sc.api, sc.namespace, pod_name, role, ["/bin/sh", "-c", READ], timeout=30 * scale())
+        files = parse_env_files(ran.stdout)
+        env, side = files.get(role, {}), files.get(f"{role}-side", {})
+        if not all(k in env for k in TPU_VARS):
+            wrong.append(f"{pod_name}/{role}: its process saw no {[k for k in TPU_VARS if k not in env]}")
+            continue
+        hosts = [h.split(".", 1)[0] for h in env["TPU_WORKER_HOSTNAMES"].split(",")]
+        got = (hosts, int(env["TPU_WORKER_ID"]), env["TPU_NAME"])
+        if got != want[pod_name]:
+            wrong.append(f"{pod_name}/{role}: (slice hosts, TPU_WORKER_ID, TPU_NAME) seen {got}, want {want[pod_name]}")
+        if leaked := sorted(k for k in TPU_VARS if k in side):
+            leaks.append(f"{pod_name}/{role}-side requests no TPU but its process saw {leaked}")
+    with claim("LWS-TPU-004"):
+        assert not wrong, "\n".join(wrong)
+    with claim("LWS-TPU-005"):
+        assert not leaks, "\n".join(leaks)

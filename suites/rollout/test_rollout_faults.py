@@ -26,8 +26,10 @@ from test_rolling_update import (
     reconcile_window,
 )
 
+from lws_conformance.chaos import node_containers
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.logs import wait_pod_log
 from lws_conformance.k8s.wait import scale
 from lws_conformance.observe import artifact_dir, facts
 from lws_conformance.providers.local import LocalCluster
@@ -37,6 +39,7 @@ pytestmark = pytest.mark.cluster
 # LWS's log lines at --zap-log-level=2 (v0.8.0 .. main) at the end of a reconcile of an LWS and of
 # a leader pod (pkg/controllers/leaderworkerset_controller.go, pod_controller.go).
 RECONCILED_LWS, RECONCILED_POD = "Leader Reconcile completed", "Worker Reconcile completed"
+LWS_NAMESPACE = "lws-system"  # where LWS's config/default installs its controller
 
 
 @proves_invariants
@@ -80,6 +83,49 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
     with claim("ROLL-REV-001"):
         _one_revision(sc, name, new)
     with claim("ROLL-FAULT-001"):
+        by_group = facts.revisions_by_group(events)
+        assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated exactly once: {by_group}"
+
+
+@proves_invariants
+@pytest.mark.alone
+@pytest.mark.requirement("ROLL-FAULT-004")
+def test_controller_pod_deleted_mid_rollout_updates_no_extra_group(
+    scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The kind counterpart of the restart above, the way an operator or a node drain does it: the
+    LWS controller pod holding the leader-election Lease is deleted while spec.partition 2 holds
+    (R=4, groups 3 and 2 updated); the Deployment's other replica takes the Lease. Groups 1 and 0
+    must keep the old revision through the new leader's first reconciles (read from its log) and
+    one reconcile window after them (watched); lowering the partition then finishes the update,
+    each group updated exactly once, every invariant holding at every event. `alone`: without an
+    LWS leader for up to a Lease duration, other tests' waits on the shared cluster would stall."""
+    sc, name, r, size, part = scenario, "rc", 4, 2, 2
+    sc.require_kind()
+    cfg = {"kubeconfig": str(sc.cluster.kubeconfig)}
+    with _recorded(sc) as tl:
+        old, new = _held_update(sc, name, r, size, part)
+        sc.wait_pods(_pods_at(name, r, size, lambda g: new if g >= part else old), "groups >= 2 new, the rest old")
+
+        gone = node_containers.delete_controller_pod("lws", configuration=cfg)
+        taken = node_containers.wait_new_leader("lws", gone["deleted"], within=60 * scale(), configuration=cfg)
+        request.node.user_properties.append(("lease_taken_over_s", taken["after_s"]))
+        with claim("ROLL-FAULT-004"):
+            # As above: the window opens once the new leader has logged its first reconcile of the
+            # LWS and of every leader pod below the partition.
+            for needle, key in ((RECONCILED_LWS, name), *((RECONCILED_POD, f"{name}-{g}") for g in range(part))):
+                wait_pod_log(
+                    sc.api, LWS_NAMESPACE, taken["leader_pod"], "manager", (needle, f'"name": "{key}"', sc.namespace),
+                    60 * scale(),
+                )  # fmt: skip
+            violation = sc.observe_pods(_moved_below(part, old), duration=reconcile_window(request.config))
+            assert violation is None, f"{violation} after the controller pod {gone['deleted']} was deleted"
+        _set_partition(sc, name, 0)
+        sc.wait_lws(name, sc.settled(r), "update done after partition 0")
+        sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
+
+    events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
+    with claim("ROLL-FAULT-004"):
         by_group = facts.revisions_by_group(events)
         assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated exactly once: {by_group}"
 

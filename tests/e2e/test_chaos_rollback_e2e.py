@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from lws_conformance import chaos_target
@@ -32,7 +33,9 @@ pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("chaos-rollback")]
 PROJECT = Path(__file__).resolve().parents[2]
 CHAOS = Path(sys.executable).parent / "chaos"
 NODE = "gpu-b1-r1-n1"  # the node the node-failure experiment fails
-EXPERIMENTS = sorted(p.stem for p in runner.EXPERIMENTS.glob("*.yaml"))
+ALL = sorted(runner.EXPERIMENTS.glob("*.yaml"))
+# the local cluster's experiments; those tagged kind act on a kind cluster's node containers
+EXPERIMENTS = [p.stem for p in ALL if "kind" not in (yaml.safe_load(p.read_text()).get("tags") or [])]
 
 
 def chaos_run(experiment: Path, env: dict[str, str], journal: Path) -> subprocess.CompletedProcess[str]:
@@ -46,8 +49,8 @@ def chaos_run(experiment: Path, env: dict[str, str], journal: Path) -> subproces
     )
 
 
-def test_there_are_seven_experiments() -> None:
-    assert len(EXPERIMENTS) == 7, EXPERIMENTS
+def test_there_are_seven_local_experiments_and_two_for_kind() -> None:
+    assert len(EXPERIMENTS) == 7 and len(ALL) == 9, (EXPERIMENTS, ALL)
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)

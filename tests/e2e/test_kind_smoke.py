@@ -23,13 +23,15 @@ from lws_conformance.toolchain import engine as engines
 pytestmark = [pytest.mark.cluster, pytest.mark.kind, pytest.mark.timeout(3600)]
 NAME = "lwsc-kind-smoke"
 # Naming, gang admission through Kueue, one rolling update, a worker's container restart and
-# deletion under RecreateGroupOnPodRestart: five tests, ~2 min on kind.
+# deletion under RecreateGroupOnPodRestart, a container killed through its node's runtime (the
+# kind chaos path and its guard rails): six tests, ~2.5 min on kind.
 FOCUS = (
     "test_objects_are_named_from_the_lws_and_group_ordinals or test_every_group_gets_its_own_workload_and_runs_whole"
     " or test_rolling_update_matrix[r3-default-none]"
     " or (test_recreate_group_on_pod_restart_rebuilds_the_whole_group and worker)"
+    " or test_container_killed_through_the_runtime_recreates_its_group"
 )
-PASSED = {"LWS-NAME-001", "KUEUE-GANG-001", "ROLL-SURGE-001", "ROLL-AVAIL-001", "ROLL-DONE-001"}
+PASSED = {"LWS-NAME-001", "KUEUE-GANG-001", "ROLL-SURGE-001", "ROLL-AVAIL-001", "ROLL-DONE-001", "CHAOS-EXP-007"}
 
 
 def _can_run() -> str | None:
