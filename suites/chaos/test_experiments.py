@@ -20,10 +20,10 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from lws_conformance import workloads
-from lws_conformance.chaos import actions, probes, runner, safety
+from lws_conformance.chaos import actions, node_containers, probes, runner, safety
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.client import api_client, to_dict
-from lws_conformance.k8s.wait import observe, wait_for
+from lws_conformance.k8s.wait import observe, scale, wait_for
 from lws_conformance.observe import artifact_dir, record, saved
 from lws_conformance.providers import kind, nodes, process
 from lws_conformance.scenario import Scenario
@@ -376,3 +376,55 @@ def test_container_killed_through_the_runtime_recreates_its_group(
     assert not kept, f"group 0 not recreated whole after its worker's container was killed: {kept} kept their UIDs"
     others = {n: v for n, v in before.items() if n not in group0}
     assert {n: after.get(n) for n in others} == others, "group 1 was touched by group 0's container kill"
+
+
+GRACE, PRE_STOP = 30, 5  # the pods' terminationGracePeriodSeconds and their preStop hook's sleep
+
+
+@pytest.mark.requirement("CHAOS-GRACE-001")
+def test_recreated_group_pods_terminate_gracefully(scenario: Scenario, request: pytest.FixtureRequest) -> None:
+    """A group of 2 whose containers sleep 5 s in a preStop hook (grace period 30 s); its worker's
+    container is killed through the runtime, so LWS deletes the leader to recreate the group.
+    Watched: every old pod must be deleted with its own grace period (deletionGracePeriodSeconds
+    30, not 0) and stay terminating at least as long as its preStop hook sleeps (the kubelet ran
+    it; the main process, agnhost pause, exits on SIGTERM at once)."""
+    sc = scenario
+    sc.require_kind()
+    obj = _lws(replicas=1, size=2)
+    for key in ("leaderTemplate", "workerTemplate"):
+        spec = obj["spec"]["leaderWorkerTemplate"][key]["spec"]
+        spec["terminationGracePeriodSeconds"] = GRACE
+        for c in spec["containers"]:
+            c["lifecycle"] = {"preStop": {"sleep": {"seconds": PRE_STOP}}}
+    sc.create(obj)
+    cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace}
+    assert probes.seconds_until_steady("chaos", 120, configuration=cfg) >= 0
+    old = {uid: name for name, (uid, _r) in _containers(sc).items()}
+    terminating: dict[str, tuple[float, Any]] = {}  # uid -> (first seen terminating, its grace period)
+    gone: dict[str, float] = {}
+
+    def all_old_gone(pods: list[Obj]) -> bool:
+        now, present = time.monotonic(), {p["metadata"]["uid"]: p for p in pods}
+        for uid in old:
+            meta = (present.get(uid) or {}).get("metadata") or {}
+            if meta.get("deletionTimestamp") and uid not in terminating:
+                terminating[uid] = (now, meta.get("deletionGracePeriodSeconds"))
+            if uid not in present and uid not in gone:
+                gone[uid] = now
+        return len(gone) == len(old)
+
+    node_containers.kill_containers(actions.group_selector("chaos", 0, 1), "worker", configuration=cfg)
+    sc.wait_pods(all_old_gone, f"the old pods {sorted(old.values())} deleted and gone", timeout=(GRACE + 60) * scale())
+    wrong = []
+    for uid, name in sorted(old.items(), key=lambda kv: kv[1]):
+        if uid not in terminating:
+            wrong.append(f"{name}: gone without being seen terminating (deleted without a grace period?)")
+            continue
+        since, grace = terminating[uid]
+        took = gone[uid] - since
+        request.node.user_properties.append((f"terminating_s[{name}]", round(took, 1)))
+        if grace != GRACE:
+            wrong.append(f"{name}: deleted with deletionGracePeriodSeconds {grace}, not its own {GRACE}")
+        if took < PRE_STOP * 0.9:
+            wrong.append(f"{name}: gone {took:.1f}s after it began terminating, before its {PRE_STOP}s preStop ended")
+    assert not wrong, "\n".join(wrong)
