@@ -20,7 +20,7 @@ from .errors import UserError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL
 from .k8s.wait import wait_for
-from .providers.kind import CHAOS_LABEL
+from .providers.kind import CHAOS_TOLERATION
 
 TARGET_RUN = "chaos-target"  # the run label value: `lwsc cleanup --run-id chaos-target` removes it
 
@@ -33,7 +33,7 @@ def manifest(name: str, node: str | None, hostname_label: str = "kubernetes.io/h
     if node:  # tolerating the kind chaos node's taint too (chaos/node-container-pause.yaml)
         for key in ("leaderTemplate", "workerTemplate"):
             lwt[key]["spec"]["nodeSelector"] = {hostname_label: node}
-            lwt[key]["spec"]["tolerations"] = [{"key": CHAOS_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
+            lwt[key]["spec"]["tolerations"] = [dict(CHAOS_TOLERATION)]
     return obj
 
 

@@ -66,6 +66,7 @@ CAPABILITIES = frozenset({"node-restart", "real-kubelet"})
 # without GPUs. Pausing it (a node whose kubelet and containers freeze) disturbs no other test.
 CHAOS_LABEL = "lwsc.x-k8s.io/chaos"
 CHAOS_TAINT = {"key": CHAOS_LABEL, "value": "true", "effect": "NoSchedule"}
+CHAOS_TOLERATION = {"key": CHAOS_LABEL, "operator": "Exists", "effect": "NoSchedule"}  # for pods meant to run there
 # What the chaos node advertises besides: TPUs, so pods requesting them run there and their
 # processes show the TPU variables LWS injects (no other node offers google.com/tpu).
 CHAOS_TPUS = ("google.com/tpu", 16)

@@ -340,7 +340,7 @@ def test_frozen_node_is_reported_and_its_group_resumes_with_the_same_containers(
     for key in ("leaderTemplate", "workerTemplate"):
         spec = obj["spec"]["leaderWorkerTemplate"][key]["spec"]
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
-        spec["tolerations"] = [{"key": kind.CHAOS_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
+        spec["tolerations"] = [dict(kind.CHAOS_TOLERATION)]
     sc.create(obj)
     cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace}
     assert probes.seconds_until_steady("chaos", 120, configuration=cfg) >= 0

@@ -155,7 +155,7 @@ def test_tpu_processes_see_their_slice(scenario: Scenario, claim: Claims) -> Non
             "volumes": [{"name": "shared", "emptyDir": {}}],
             "terminationGracePeriodSeconds": 1,
             "nodeSelector": {"kubernetes.io/hostname": node},
-            "tolerations": [{"key": kind.CHAOS_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
+            "tolerations": [dict(kind.CHAOS_TOLERATION)],
         }
     lws = sc.create(obj)
     pods = sc.wait_pods(
