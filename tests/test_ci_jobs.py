@@ -170,6 +170,7 @@ def test_the_prow_presubmits_run_their_command(tmp_path: Path, job: str) -> None
     component = repo.split("/")[1]
     assert spec["decorate"] and spec["path_alias"] == f"sigs.k8s.io/{component}"
     (extra,) = spec["extra_refs"]
+    assert (extra["org"], extra["repo"]) == ("HARNESS_ORG", "lws-conformance"), "the harness's home is not guessed"
     gopath = tmp_path / "go" / "src"
     harness = _harness_tree(gopath / extra["path_alias"])
     checkout = _component_tree(gopath / spec["path_alias"])
