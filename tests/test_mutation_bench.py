@@ -200,3 +200,20 @@ def test_generator_lists_mutants_that_apply(tmp_path: Path) -> None:
         [str(gen), "-funcs", "-root", str(tmp_path / "mod"), "pkg/x"], capture_output=True, text=True, check=True
     )
     assert json.loads(funcs.stdout) == {"file": "pkg/x/x.go", "func": "F", "line": 7, "end_line": 18}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--families", "kueue"], "--families needs --only"),
+        (["--only", "abc", "--families", "no-such-family"], "are neither families"),
+    ],
+)
+def test_families_usage_errors_exit_2_before_any_work(argv: list[str], message: str) -> None:
+    """--families (run a mutant against families a newer test adds) is refused in one line, exit 2."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "mutation" / "run"), *argv],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr.splitlines()[-1]
