@@ -285,6 +285,75 @@ def test_a_container_exiting_on_its_own_recreates_its_group(scenario: Scenario) 
     assert _group(after, name, 0) == _group(before, name, 0), "group 0 was touched by group 1's recreation"
 
 
+# -- an init container that fails at start-up (real kubelets) --------------------------------------
+GATE = "init-gate"  # ConfigMap: `fail` names the pod whose init container exits 1 (read at each start)
+FAILING_INIT = '[ "$FAIL" != "$POD_NAME" ] || { echo "init of $POD_NAME fails"; exit 1; }'
+
+
+def _init_gated_lws(name: str) -> Obj:
+    """Workers whose init container exits 1 while the gate's `fail` names their pod: the kubelet
+    restarts it (its restartCount grows, the pod stays Pending)."""
+    obj = _lws(name, "RecreateGroupOnPodRestart", replicas=2, size=2)
+    spec = obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+    spec["terminationGracePeriodSeconds"] = 1
+    spec["initContainers"] = [{
+        "name": "init",
+        "image": images.ref("agnhost"),
+        "command": ["/bin/sh", "-c", FAILING_INIT],
+        "env": [
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "FAIL", "valueFrom": {"configMapKeyRef": {"name": GATE, "key": "fail", "optional": True}}},
+        ],
+    }]
+    return obj
+
+
+def _init_restarts(pod: Obj) -> int:
+    return sum(int(c.get("restartCount") or 0) for c in (pod.get("status") or {}).get("initContainerStatuses") or [])
+
+
+@pytest.mark.requirement("CHAOS-RESTART-010")
+def test_an_init_container_restart_recreates_its_group(scenario: Scenario) -> None:
+    """Under RecreateGroupOnPodRestart, worker ini-1-1's init container fails at start-up and the
+    kubelet restarts it: LWS recreates the whole of group 1 (leader and worker, new UIDs, same
+    names) while group 0, already Ready, keeps its pods. The gate is then opened and group 1 comes
+    up."""
+    sc, name, group = scenario, "ini", 1
+    sc.require_real_kubelet()
+    target = f"{name}-{group}-1"
+    sc.core.create_namespaced_config_map(sc.namespace, {"metadata": {"name": GATE}, "data": {"fail": target}})
+    lws = sc.create(_init_gated_lws(name))
+
+    def first_restart(ps: list[Obj]) -> dict[str, str] | None:
+        live = {p["metadata"]["name"]: p for p in P.live(ps)}
+        ready0 = [live.get(n) for n in (f"{name}-0", f"{name}-0-1")]
+        if not all(p and P.pod_ready(p) for p in ready0) or f"{name}-{group}" not in live or target not in live:
+            return None
+        return {n: p["metadata"]["uid"] for n, p in live.items()} if _init_restarts(live[target]) >= 1 else None
+
+    seen = sc.wait_pods(
+        first_restart,
+        f"group 0 Ready and {target}'s init container restarted by the kubelet",
+        timeout=180 * scale(),
+        selector=f"{PFX}name={name}",
+    )
+    failed = _group(seen, name, group)
+
+    def recreated(ps: list[Obj]) -> list[Obj] | None:
+        live = {p["metadata"]["name"]: p["metadata"]["uid"] for p in P.live(ps)}
+        return ps if all(n in live and live[n] != u for n, u in failed.items()) else None
+
+    sc.wait_pods(
+        recreated,
+        f"every pod of group {group} ({sorted(failed)}) recreated after {target}'s init container restarted",
+        timeout=120 * scale(),
+        selector=f"{PFX}name={name}",
+    )
+    sc.core.patch_namespaced_config_map(GATE, sc.namespace, {"data": {"fail": ""}})
+    after = _steady(sc, lws, timeout=180 * scale())
+    assert _group(after, name, 0) == _group(seen, name, 0), "group 0 was touched by group 1's recreation"
+
+
 @pytest.mark.requirement("CHAOS-RESTART-009")
 def test_under_none_a_container_exiting_on_its_own_only_restarts_itself(scenario: Scenario) -> None:
     """Under restartPolicy None the same exit restarts that container in place (its restartCount

@@ -95,6 +95,28 @@ def test_kep_example_two_role_rollout(scenario: Scenario, claim: Claims, tmp_pat
 @pytest.mark.requirement("ROLL-DSSTABLE-001")
 @pytest.mark.requirement("ROLL-DSDRAIN-001")
 @pytest.mark.requirement("ROLL-DSSTEP-001")
+def test_rollout_without_surge(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
+    """2 prefill + 2 decode, maxSurge 0 and maxUnavailable 1 on both: every new group must wait for
+    an old one to go (old + new never above 2 per role). The planner's minimum of old replicas
+    decides when the last old groups may go; with no surge room, a step that drains the last old
+    group and adds a new one at once shows as a surge and a coupled step."""
+    sc = scenario
+    want = {"prefill": 2, "decode": 2}
+    roles = [D.rollout(D.role("prefill", 2), 0, 1), D.rollout(D.role("decode", 2), 0, 1)]
+    with record(sc.api, sc.namespace, disaggregated=True) as tl:
+        sc.create(D.dset("nosurge", roles))
+        old = D.wait_roles(sc, "nosurge", want, "2 prefill and 2 decode groups ready")
+        D.set_image(sc, "nosurge", "decode", images.ref("workload-update"))
+        _rolled(sc, "nosurge", want, old["decode"]["metadata"]["labels"][D.REVISION], claim)
+    _verify(tl, tmp_path, "nosurge", "ds-no-surge", claim)
+
+
+@pytest.mark.requirement("ROLL-DSREV-001")
+@pytest.mark.requirement("ROLL-DSSURGE-001")
+@pytest.mark.requirement("ROLL-DSAVAIL-001")
+@pytest.mark.requirement("ROLL-DSSTABLE-001")
+@pytest.mark.requirement("ROLL-DSDRAIN-001")
+@pytest.mark.requirement("ROLL-DSSTEP-001")
 @pytest.mark.requirement("LWS-DSSVC-002")
 def test_three_role_rollout(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
     """Three roles with the default limits (maxSurge 1, maxUnavailable 0); only decode's template

@@ -8,7 +8,7 @@ LWS group holds several slices, so both must be computed per subgroup.
 LWS injects these at pod admission (pod webhook) into the container that requests google.com/tpu,
 so the check needs no TPU node: the pods are created and read while they stay Pending (no node
 advertises TPUs; the cluster's nodes are untouched). Covered: with and without subgroups, with
-and without the leader requesting TPUs.
+and without the leader requesting TPUs, and a group of one pod.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ TPU = "google.com/tpu"
 TPU_VARS = ("TPU_WORKER_HOSTNAMES", "TPU_WORKER_ID", "TPU_NAME")
 
 
-def _tpu_lws(name: str, size: int, leader_tpu: bool, sub: int | None) -> Obj:
-    obj = workloads.lws(name, replicas=1, size=size, gpus=4, gpu_resource=TPU)
+def _tpu_lws(name: str, size: int, leader_tpu: bool, sub: int | None, workers_tpu: bool = True) -> Obj:
+    obj = workloads.lws(name, replicas=1, size=size, gpus=4 if workers_tpu else 0, gpu_resource=TPU)
     lwt = obj["spec"]["leaderWorkerTemplate"]
-    if not leader_tpu:
+    if not leader_tpu and workers_tpu:
         res = lwt["leaderTemplate"]["spec"]["containers"][0]["resources"]
         for k in ("requests", "limits"):
             res[k].pop(TPU, None)
@@ -40,7 +40,9 @@ def _tpu_lws(name: str, size: int, leader_tpu: bool, sub: int | None) -> Obj:
     return obj
 
 
-def expected(name: str, size: int, leader_tpu: bool, sub: int | None) -> dict[str, tuple[list[str], int, str] | None]:
+def expected(
+    name: str, size: int, leader_tpu: bool, sub: int | None, workers_tpu: bool = True
+) -> dict[str, tuple[list[str], int, str] | None]:
     """Per pod: (hosts of its slice, in order; TPU_WORKER_ID; TPU_NAME), None for a pod that
     requests no TPU. Without subgroups the slice is the group's TPU pods; with subgroups of size
     s it is the pod's subgroup: the leader (when it requests TPUs) and workers 1..s-1, then s
@@ -48,6 +50,8 @@ def expected(name: str, size: int, leader_tpu: bool, sub: int | None) -> dict[st
     TPU_WORKER_ID = (workerIndex - 1) % subGroupSize)."""
     leader = f"{name}-0"
     pods = [leader] + [f"{leader}-{j}" for j in range(1, size)]
+    if not workers_tpu:  # no pod requests TPUs (leader_tpu is False too): nobody gets the variables
+        return dict.fromkeys(pods)
     tpu_pods = pods if leader_tpu else pods[1:]
     s = sub or len(tpu_pods)
     slices = [tpu_pods[i:i + s] for i in range(0, len(tpu_pods), s)]
@@ -59,9 +63,12 @@ def expected(name: str, size: int, leader_tpu: bool, sub: int | None) -> dict[st
 
 
 def _found(pod: Obj) -> tuple[list[str], int, str] | None:
+    """(slice hosts, TPU_WORKER_ID, TPU_NAME) of the pod's TPU container; None when the pod requests
+    no TPU and none of its containers carries a TPU variable."""
     c = next((c for c in pod["spec"]["containers"] if TPU in ((c.get("resources") or {}).get("limits") or {})), None)
     if c is None:
-        return None
+        stray = sorted({e["name"] for c in pod["spec"]["containers"] for e in c.get("env") or []} & set(TPU_VARS))
+        return ([], -1, f"no TPU requested, yet {stray}") if stray else None
     env = {e["name"]: e.get("value") for e in c.get("env") or []}
     if not all(k in env for k in TPU_VARS):
         return ([], -1, f"missing {[k for k in TPU_VARS if k not in env]}")
@@ -69,26 +76,30 @@ def _found(pod: Obj) -> tuple[list[str], int, str] | None:
     return hosts, int(env["TPU_WORKER_ID"]), str(env["TPU_NAME"])
 
 
-CASES = [  # (id, size, leader requests TPUs, subGroupSize, requirement)
-    ("size3-leader", 3, True, None, "LWS-TPU-001"),
-    ("size3-workers-only", 3, False, None, "LWS-TPU-001"),
-    ("size4-sub2-leader", 4, True, 2, "LWS-TPU-002"),
-    ("size5-sub2-workers-only", 5, False, 2, "LWS-TPU-002"),
+CASES = [  # (id, size, leader requests TPUs, subGroupSize, workers request TPUs, requirement)
+    ("size1-leader", 1, True, None, True, "LWS-TPU-001"),
+    ("size3-leader", 3, True, None, True, "LWS-TPU-001"),
+    ("size3-workers-only", 3, False, None, True, "LWS-TPU-001"),
+    ("size3-no-tpu", 3, False, None, False, "LWS-TPU-001"),
+    ("size4-sub2-leader", 4, True, 2, True, "LWS-TPU-002"),
+    ("size5-sub2-workers-only", 5, False, 2, True, "LWS-TPU-002"),
 ]
 
 
-@pytest.mark.parametrize(("size", "leader_tpu", "sub", "rid"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("size", "leader_tpu", "sub", "workers_tpu", "rid"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 @pytest.mark.requirement("LWS-TPU-001")
 @pytest.mark.requirement("LWS-TPU-002")
 @pytest.mark.requirement("LWS-TPU-003")
 def test_tpu_env_per_documented_formula(scenario: Scenario, claim: Claims, size: int, leader_tpu: bool,
-                                        sub: int | None, rid: str) -> None:
+                                        sub: int | None, workers_tpu: bool, rid: str) -> None:
     sc, name = scenario, "tp"
-    sc.create(_tpu_lws(name, size, leader_tpu, sub))
+    sc.create(_tpu_lws(name, size, leader_tpu, sub, workers_tpu))
     pods = sc.wait_pods(lambda ps: ps if P.names(ps) == P.expected_pod_names(name, 1, size) else None,
                         f"the {size} pods of group 0 created (Pending: no node advertises {TPU})")
     by_name = {p["metadata"]["name"]: p for p in pods}
-    want = expected(name, size, leader_tpu, sub)
+    want = expected(name, size, leader_tpu, sub, workers_tpu)
     with claim(rid):
         got = {n: _found(p) for n, p in by_name.items()}
         wrong = {n: (got[n], want[n]) for n in want if got.get(n) != want[n]}
