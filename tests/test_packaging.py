@@ -50,6 +50,12 @@ def test_wheel_contains_the_data_trees_license_and_pytest_config(wheel: Path) ->
         in_checkout = {p for p in in_checkout if "__pycache__" not in p}
         assert in_checkout and {data + p for p in in_checkout} <= names, tree
     assert {data + "pytest.ini", data + "BUILD.json"} <= names
+    package_files = {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "lws_conformance").rglob("*")
+        if p.is_file() and p.suffix != ".pyc" and "__pycache__" not in p.parts
+    }
+    assert package_files <= names, sorted(package_files - names)  # e.g. toolchain/kindnode/*, not Python
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "License-Expression: Apache-2.0" in meta and any(n.endswith("licenses/LICENSE") for n in names)
     build = json.loads(zipfile.ZipFile(wheel).read(data + "BUILD.json"))
