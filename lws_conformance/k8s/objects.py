@@ -74,9 +74,18 @@ class Objects:
             out = self.custom.get_namespaced_custom_object(group, version, self._ns(namespace), plural, name)
         return cast(dict[str, Any], out)
 
-    def patch(self, kind: str, api_version: str, name: str, body: Any, namespace: str | None = None) -> dict[str, Any]:
+    def patch(
+        self, kind: str, api_version: str, name: str, body: Any, namespace: str | None = None, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """A merge patch (`body` a dict) or a JSON patch (`body` a list of operations); with `dry_run`
+        the API server runs admission as for a real write and stores nothing."""
         group, version, plural = gvp(kind, api_version)
-        out = self.custom.patch_namespaced_custom_object(group, version, self._ns(namespace), plural, name, body)
+        opts: dict[str, Any] = {"dry_run": "All"} if dry_run else {}
+        if isinstance(body, list):
+            opts["_content_type"] = "application/json-patch+json"
+        out = self.custom.patch_namespaced_custom_object(
+            group, version, self._ns(namespace), plural, name, body, **opts
+        )
         return cast(dict[str, Any], out)
 
     def _ns(self, namespace: str | None) -> str:

@@ -101,9 +101,7 @@ def patch(sc: Scenario, name: str, body: Any) -> Obj:
 
 
 def json_patch(sc: Scenario, name: str, ops: list[Obj]) -> None:
-    sc.custom.patch_namespaced_custom_object(
-        GROUP, VERSION, sc.namespace, PLURAL, name, ops, _content_type="application/json-patch+json"
-    )
+    patch(sc, name, ops)
 
 
 def set_image(sc: Scenario, name: str, role_name: str, image: str) -> None:

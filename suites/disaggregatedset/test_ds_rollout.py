@@ -11,6 +11,7 @@ its requirement. The KEP's own example is also compared with the KEP's step tabl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,27 @@ CLAIMED = {
 }
 KEP_TABLE = disagg.KEP_766_EXAMPLE_1
 ROLLOUT_SECONDS = 180  # a 7-step rollout of 5 + 2 groups takes ~30 s here; scaled by timeouts.scale
+
+
+def _proves_rollout[F: Callable[..., object]](fn: F) -> F:
+    """Mark a test as proving the revision requirement and every invariant `_verify` claims."""
+    for rid in ("ROLL-DSREV-001", *CLAIMED.values()):
+        fn = pytest.mark.requirement(rid)(fn)
+    return fn
+
+
+def _roll_one_role(
+    sc: Scenario, name: str, roles: list[Obj], role: str, stem: str, claim: Claims, tmp_path: Path
+) -> list[Any]:
+    """Create set `name`, wait for every role ready, change `role`'s image, wait for the rollout
+    and check every invariant; the recorded events."""
+    want = {r["name"]: r["spec"]["replicas"] for r in roles}
+    with record(sc.api, sc.namespace, disaggregated=True) as tl:
+        sc.create(D.dset(name, roles))
+        old = D.wait_roles(sc, name, want, f"every role of {name} ready ({want})")
+        D.set_image(sc, name, role, images.ref("workload-update"))
+        _rolled(sc, name, want, old[role]["metadata"]["labels"][D.REVISION], claim)
+    return _verify(tl, tmp_path, name, stem, claim)
 
 
 def _rolled(sc: Scenario, name: str, want: dict[str, int], old: str, claim: Claims) -> dict[str, Obj]:
@@ -65,23 +87,12 @@ def _verify(tl: Any, tmp_path: Path, name: str, stem: str, claim: Claims) -> lis
     return events
 
 
-@pytest.mark.requirement("ROLL-DSREV-001")
-@pytest.mark.requirement("ROLL-DSSURGE-001")
-@pytest.mark.requirement("ROLL-DSAVAIL-001")
-@pytest.mark.requirement("ROLL-DSSTABLE-001")
-@pytest.mark.requirement("ROLL-DSDRAIN-001")
-@pytest.mark.requirement("ROLL-DSSTEP-001")
+@_proves_rollout
 @pytest.mark.requirement("ROLL-DSSTEP-002")
 def test_kep_example_two_role_rollout(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
     """5 prefill + 2 decode, maxSurge 2, maxUnavailable 1 on both: the KEP's own example."""
-    sc = scenario
     roles = [D.rollout(D.role("prefill", 5), 2, 1), D.rollout(D.role("decode", 2), 2, 1)]
-    with record(sc.api, sc.namespace, disaggregated=True) as tl:
-        sc.create(D.dset("kep", roles))
-        old = D.wait_roles(sc, "kep", {"prefill": 5, "decode": 2}, "5 prefill and 2 decode groups ready")
-        D.set_image(sc, "kep", "prefill", images.ref("workload-update"))
-        _rolled(sc, "kep", {"prefill": 5, "decode": 2}, old["prefill"]["metadata"]["labels"][D.REVISION], claim)
-    events = _verify(tl, tmp_path, "kep", "ds-kep-example", claim)
+    events = _roll_one_role(scenario, "kep", roles, "prefill", "ds-kep-example", claim, tmp_path)
     with claim("ROLL-DSSTEP-002"):
         rows = disagg.observed_rows(events, "kep", ["prefill", "decode"])
         walk = [r for _, r in rows]
@@ -89,34 +100,17 @@ def test_kep_example_two_role_rollout(scenario: Scenario, claim: Claims, tmp_pat
             raise Failures([f"KEP-766 Example 1 not followed: {w}; observed {walk}" for w in why])
 
 
-@pytest.mark.requirement("ROLL-DSREV-001")
-@pytest.mark.requirement("ROLL-DSSURGE-001")
-@pytest.mark.requirement("ROLL-DSAVAIL-001")
-@pytest.mark.requirement("ROLL-DSSTABLE-001")
-@pytest.mark.requirement("ROLL-DSDRAIN-001")
-@pytest.mark.requirement("ROLL-DSSTEP-001")
+@_proves_rollout
 def test_rollout_without_surge(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
     """2 prefill + 2 decode, maxSurge 0 and maxUnavailable 1 on both: every new group must wait for
     an old one to go (old + new never above 2 per role). The planner's minimum of old replicas
     decides when the last old groups may go; with no surge room, a step that drains the last old
     group and adds a new one at once shows as a surge and a coupled step."""
-    sc = scenario
-    want = {"prefill": 2, "decode": 2}
     roles = [D.rollout(D.role("prefill", 2), 0, 1), D.rollout(D.role("decode", 2), 0, 1)]
-    with record(sc.api, sc.namespace, disaggregated=True) as tl:
-        sc.create(D.dset("nosurge", roles))
-        old = D.wait_roles(sc, "nosurge", want, "2 prefill and 2 decode groups ready")
-        D.set_image(sc, "nosurge", "decode", images.ref("workload-update"))
-        _rolled(sc, "nosurge", want, old["decode"]["metadata"]["labels"][D.REVISION], claim)
-    _verify(tl, tmp_path, "nosurge", "ds-no-surge", claim)
+    _roll_one_role(scenario, "nosurge", roles, "decode", "ds-no-surge", claim, tmp_path)
 
 
-@pytest.mark.requirement("ROLL-DSREV-001")
-@pytest.mark.requirement("ROLL-DSSURGE-001")
-@pytest.mark.requirement("ROLL-DSAVAIL-001")
-@pytest.mark.requirement("ROLL-DSSTABLE-001")
-@pytest.mark.requirement("ROLL-DSDRAIN-001")
-@pytest.mark.requirement("ROLL-DSSTEP-001")
+@_proves_rollout
 @pytest.mark.requirement("LWS-DSSVC-002")
 def test_three_role_rollout(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
     """Three roles with the default limits (maxSurge 1, maxUnavailable 0); only decode's template

@@ -42,7 +42,7 @@ def test_lws_without_queue_name_joins_the_default_local_queue(scenario: Scenario
     for lq in (DEFAULT, K.QUEUE):
         # Kueue's webhook defaults from its queue cache; Active is written once the queue is in it.
         scenario.wait_in_namespace(
-            K.list_workloads_fn(scenario), f"LocalQueue {lq}", _lq_active(lq), "Active=True",
+            scenario.custom.list_namespaced_custom_object, f"LocalQueue {lq}", _lq_active(lq), "Active=True",
             group=workloads.KUEUE_GROUP, version=workloads.KUEUE_VERSION, plural="localqueues",
         )
     replicas, size = 2, 2

@@ -21,7 +21,7 @@ import pytest
 from lws_conformance import images, workloads
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import admission
-from lws_conformance.scenario import Scenario
+from lws_conformance.scenario import LWS_API, Scenario
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -61,12 +61,11 @@ def _templates(scenario: Scenario, name: str) -> Obj:
 
 
 def _json_patch(scenario: Scenario, name: str, ops: list[Obj], dry_run: bool = False) -> Any:
-    """Apply JSON patch `ops` to LWS `name` (a server-side dry run: the webhooks answer as for a real
-    update, nothing is stored)."""
-    return scenario.custom.patch_namespaced_custom_object(
-        workloads.LWS_GROUP, workloads.LWS_VERSION, scenario.namespace, workloads.LWS_PLURAL, name, ops,
-        _content_type="application/json-patch+json", **({"dry_run": "All"} if dry_run else {}),
-    )
+    """Apply JSON patch `ops` to LWS `name` (with `dry_run` the webhooks answer as for a real update,
+    nothing is stored)."""
+    if dry_run:
+        return scenario.objects.patch("LeaderWorkerSet", LWS_API, name, ops, dry_run=True)
+    return scenario.patch_lws(name, ops)
 
 
 def _refused(scenario: Scenario, name: str, patch: list[Obj], what: str, field: str) -> None:
