@@ -149,6 +149,11 @@ class Scenario:
             **kwargs,
         )
 
+    def node_labels(self) -> dict[str, dict[str, str]]:
+        """Node name -> its labels, for every node of the cluster."""
+        nodes = to_dict(self.api, self.core.list_node())["items"]
+        return {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in nodes}
+
     def wait_pods(self, predicate: Predicate, condition: str, timeout: float = 60, selector: str = "") -> Any:
         what = "pods" + (f" ({selector})" if selector else "")
         return self.wait_in_namespace(

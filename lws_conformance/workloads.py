@@ -18,6 +18,8 @@ MANIFESTS = resources.fixtures() / "manifests"
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# A node label no node has: pods whose nodeSelector names it stay Pending (unschedulable).
+NOWHERE = {"lwsc.x-k8s.io/nowhere": "x"}
 
 
 @cache

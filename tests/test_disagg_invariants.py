@@ -338,7 +338,8 @@ def test_every_disaggregatedset_requirement_is_not_applicable_before_v090() -> N
     assert len(reqs) >= 20
     for r in reqs:
         assert catalogue.not_applicable(r, {"lws": "v0.8.0", "kueue": "v0.17.0"}), r.id
-        newer = "+main." in r.since["lws"]  # a rule merged to main after v0.10.0 (LWS-DSVALID-005)
+        # a rule of v0.10.0 (placement policies) or merged to main after it (LWS-DSVALID-005)
+        newer = not catalogue.reached("v0.9.0", r.since["lws"])
         assert (catalogue.not_applicable(r, {"lws": "v0.9.0", "kueue": "v0.17.0"}) is None) is not newer, r.id
         assert catalogue.not_applicable(r, {"lws": "v0.10.0+main.11@060ab4d", "kueue": "v0.17.0"}) is None, r.id
 

@@ -388,6 +388,17 @@ def group_disturbances(events: Sequence[WatchEvent], lws_name: str, group: int, 
     return out
 
 
+def domains(pods: list[Obj], nodes: Mapping[str, Mapping[str, str]], key: str, by: str) -> dict[str, set[str]]:
+    """Pod label `by` value -> the values of node label `key` on the nodes its pods run on
+    (`nodes`: node name -> labels)."""
+    out: dict[str, set[str]] = {}
+    for p in pods:
+        node = p["spec"]["nodeName"]
+        by_value = str((p["metadata"].get("labels") or {}).get(by))
+        out.setdefault(by_value, set()).add(nodes[node].get(key, f"<{node} has no {key}>"))
+    return out
+
+
 def rank_order_breaks(placed: Mapping[int, str]) -> list[str]:
     """TAS rank ordering (KUEUE-TAS-005): pods sorted by their index must fill nodes one after the
     other: each node's pods a contiguous index range, the nodes in ascending name order (Kueue

@@ -154,6 +154,20 @@ def test_rollout_type_and_partition_rejected(scenario: Scenario, claim: Claims) 
         assert got == 0, f"partition {got}"
 
 
+@pytest.mark.requirement("LWS-DSVALID-006")
+def test_zero_surge_and_unavailable_refused(scenario: Scenario) -> None:
+    """v0.10.0's webhook refuses a role that can neither surge nor go unavailable (v0.9.0 accepts
+    it, and then never gets the role's LWS: LWS's own webhook refuses it)."""
+    sc = scenario
+    path = "spec.roles[0].spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable"
+    for label, surge, unavail in (("int", 0, 0), ("pct", "0%", "0%")):
+        roles = [D.rollout(D.role("prefill", 2), surge, unavail), D.role("decode", 1)]
+        rejected(sc, D.dset(f"zero-{label}", roles), 403, WEBHOOK, path, "must not be 0 when `maxSurge` is 0")
+    accepted(sc, D.dset("surge", [D.rollout(D.role("prefill", 2), 1, 0), D.role("decode", 1)]))
+    accepted(sc, D.dset("unavail", [D.rollout(D.role("prefill", 2), 0, 1), D.role("decode", 1)]))
+    accepted(sc, D.dset("empty", [D.rollout(D.role("prefill", 0), 0, 0), D.role("decode", 0)]))
+
+
 @pytest.mark.requirement("LWS-DSDEFAULT-001")
 def test_role_spec_defaulting(scenario: Scenario) -> None:
     roles = [D.role("prefill", None), D.role("decode", None)]

@@ -89,17 +89,27 @@ def test_queue_name_change_on_running_lws_is_rejected(
 def test_tas_places_workers_in_rank_order_within_the_rack(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
 ) -> None:
-    """Workers at half a node's GPUs each, exactly filling one rack (required rack): worker indexes
-    fill the rack's nodes one after the other, in node order (1,2 on the first node, ...)."""
+    """Workers at a quarter (or half) of a node's GPUs each, exactly filling one rack (required
+    rack): worker indexes fill the rack's nodes one after the other, in node order (1-4 on the
+    first node, ...). The ClusterQueue has no GPU quota until every pod of the group exists, so
+    Kueue's ungater meets all of them gated at once: ungated one by one as they appear, pods would
+    land in creation order whether or not Kueue ordered them by rank."""
     t = lwsc_cluster.topology
-    if t.gpus_per_node % 2:
-        pytest.skip(f"needs an even gpus_per_node, the profile has {t.gpus_per_node}")
-    workers = 2 * t.nodes_per_rack
-    K.tas_queue(scenario, lwsc_cluster, unique, K.roomy(t))
+    per_node = next((k for k in (4, 2) if t.gpus_per_node % k == 0), 0)
+    if not per_node:
+        pytest.skip(f"needs gpus_per_node divisible by 2, the profile has {t.gpus_per_node}")
+    workers = per_node * t.nodes_per_rack
+    K.tas_queue(scenario, lwsc_cluster, unique, {**K.roomy(t), t.gpu_resource: "0"})
     obj = workloads.lws("rk", replicas=1, size=workers + 1, queue=K.QUEUE)
-    workloads.set_requests(obj, "worker", {t.gpu_resource: str(t.gpus_per_node // 2)})
+    workloads.set_requests(obj, "worker", {t.gpu_resource: str(t.gpus_per_node // per_node)})
     workloads.set_tas(obj, t.rack_label, group=None)
     scenario.create(obj)
+    scenario.wait_pods(
+        lambda pods: pods if len(P.live(pods)) == workers + 1 and all(P.gated(p) for p in pods) else None,
+        f"all {workers + 1} pods of the group created, every one gated (no GPU quota yet)",
+        selector=K.selector("rk"),
+    )
+    K.set_quota(scenario, unique, K.roomy(t))
     pods = scenario.wait_pods(K.all_ready(1, workers + 1), "the group Ready", selector=K.selector("rk"))
     # The leader is its own podset (no podset group here), in a rack of its own choosing: ranks
     # and the required rack apply within the worker podset (Kueue's e2e checks workers only).

@@ -16,7 +16,6 @@ import pytest
 
 from lws_conformance import workloads
 from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.client import to_dict
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
@@ -79,8 +78,7 @@ def test_two_exclusive_lws_do_not_share_a_rack(scenario: Scenario) -> None:
 
     pods, waiting = sc.wait_pods(
         b_placed_but_one, f"LWS b: {b_groups - 1} groups Ready on the free racks, 1 leader unschedulable")
-    nodes = to_dict(sc.api, sc.core.list_node())["items"]
-    node_rack = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(topo.rack_label, "") for n in nodes}
+    node_rack = {n: labels.get(topo.rack_label, "") for n, labels in sc.node_labels().items()}
     racks = _racks(P.live(pods), node_rack)
     split = {g: r for g, r in racks.items() if len(r) != 1}
     assert not split, f"groups spread over several racks: {split}"

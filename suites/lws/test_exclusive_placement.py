@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from lws_conformance import workloads
+from lws_conformance import images, workloads
 from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.client import to_dict
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
@@ -33,26 +32,12 @@ def _exclusive_lws(name: str, replicas: int, size: int, annotations: dict[str, s
     return obj
 
 
-def _node_labels(sc: Scenario) -> dict[str, dict[str, str]]:
-    nodes = to_dict(sc.api, sc.core.list_node())["items"]
-    return {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in nodes}
-
-
 def _label(pod: Obj, key: str) -> str:
     return str((pod["metadata"].get("labels") or {}).get(key))
 
 
-def _domains(pods: list[Obj], nodes: dict[str, dict[str, str]], key: str, by: str) -> dict[str, set[str]]:
-    """Pod label `by` value -> the set of node-label `key` values its pods run on."""
-    out: dict[str, set[str]] = {}
-    for p in pods:
-        node = p["spec"]["nodeName"]
-        out.setdefault(_label(p, by), set()).add(nodes[node].get(key, f"<{node} has no {key}>"))
-    return out
-
-
 def _assert_one_rack_per_group(pods: list[Obj], nodes: dict[str, dict[str, str]], rack_key: str) -> dict[str, str]:
-    racks = _domains(pods, nodes, rack_key, f"{PREFIX}group-index")
+    racks = P.domains(pods, nodes, rack_key, f"{PREFIX}group-index")
     split = {g: r for g, r in racks.items() if len(r) != 1}
     assert not split, f"groups spread over several racks: {split}"
     flat = {g: next(iter(r)) for g, r in racks.items()}
@@ -74,7 +59,7 @@ def test_each_group_gets_a_rack_of_its_own(scenario: Scenario) -> None:
         lambda ps: P.live(ps) if P.names(ps) == expected and all(map(P.pod_ready, P.live(ps))) else None,
         f"{replicas} groups of {size} Ready, one per rack",
     )
-    nodes = _node_labels(sc)
+    nodes = sc.node_labels()
     rack_of = _assert_one_rack_per_group(pods, nodes, topo.rack_label)
     assert len(rack_of) == replicas == topo.racks, rack_of
 
@@ -114,7 +99,7 @@ def test_group_without_a_free_rack_stays_pending(scenario: Scenario) -> None:
         return None
 
     placed, waiting = sc.wait_pods(placed_and_one_pending, f"{topo.racks} groups Ready and 1 leader unschedulable")
-    _assert_one_rack_per_group(placed, _node_labels(sc), topo.rack_label)
+    _assert_one_rack_per_group(placed, sc.node_labels(), topo.rack_label)
     assert f"{name}-{waiting}" not in {s["metadata"]["name"] for s in sc.statefulsets()}, (
         f"worker StatefulSet created for unscheduled leader {name}-{waiting}"
     )
@@ -151,12 +136,64 @@ def test_subgroups_get_a_host_of_their_own(scenario: Scenario) -> None:
         lambda ps: P.live(ps) if P.names(ps) == expected and all(map(P.pod_ready, P.live(ps))) else None,
         f"{replicas} groups of {size} Ready",
     )
-    nodes = _node_labels(sc)
+    nodes = sc.node_labels()
     _assert_one_rack_per_group(pods, nodes, topo.rack_label)
 
-    hosts = _domains(pods, nodes, topo.hostname_label, f"{PREFIX}subgroup-key")
+    hosts = P.domains(pods, nodes, topo.hostname_label, f"{PREFIX}subgroup-key")
     assert len(hosts) == replicas * subgroups, f"expected {replicas * subgroups} subgroups, got {sorted(hosts)}"
     split = {k: h for k, h in hosts.items() if len(h) != 1}
     assert not split, f"subgroups spread over several hosts: {split}"
     taken = [next(iter(h)) for h in hosts.values()]
     assert len(set(taken)) == len(taken), f"hosts shared by several subgroups: {sorted(taken)}"
+
+
+ANCHOR = "lwsc.x-k8s.io/anchor"  # the label of the pod the user's own affinity term points at
+
+
+@pytest.mark.requirement("LWS-EXCL-005")
+@pytest.mark.destructive  # needs the two racks of one block free
+def test_users_own_affinity_is_kept_next_to_exclusive_topology(scenario: Scenario) -> None:
+    """A pod pinned to the first block, and an LWS (2 groups of 2, exclusive-topology on the rack
+    label) whose templates carry the user's own podAntiAffinity to that pod at block level: every
+    pod keeps the user's term (the leaders beside LWS's injected ones), and the groups run in the
+    other block, one rack each. (A user's required podAffinity to another pod cannot be combined
+    with LWS's: Kubernetes lets a leader satisfy its own group's affinity term only when no pod
+    matches any of its terms, so such leaders never schedule.)"""
+    sc, topo = scenario, scenario.cluster.topology
+    nodes = sc.node_labels()
+    blocks = sorted({labels[topo.block_label] for labels in nodes.values() if topo.block_label in labels})
+    if len(blocks) != 2:
+        pytest.skip(f"needs exactly 2 blocks, the profile has {len(blocks)}")
+    avoided, wanted = blocks
+    anchor_node = sorted(n for n, labels in nodes.items() if labels.get(topo.block_label) == avoided)[0]
+    sc.core.create_namespaced_pod(sc.namespace, {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "anchor", "labels": {ANCHOR: "yes"}},
+        "spec": {"nodeName": anchor_node, "containers": [{"name": "c", "image": images.ref("workload")}]},
+    })
+    term = {"labelSelector": {"matchLabels": {ANCHOR: "yes"}}, "topologyKey": topo.block_label}
+    obj = _exclusive_lws("ua", 2, 2, {EXCLUSIVE: topo.rack_label})
+    for key in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][key]["spec"]["affinity"] = {
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+        }
+    sc.create(obj)
+
+    def ready(pods: list[Obj]) -> list[Obj] | None:
+        mine = [p for p in P.live(pods) if _label(p, f"{PREFIX}name") == "ua"]
+        return mine if len(mine) == 4 and all(map(P.pod_ready, mine)) else None
+
+    mine = sc.wait_pods(ready, "2 groups of 2 Ready")
+    for p in mine:
+        anti = p["spec"].get("affinity") or {}
+        required = (anti.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
+        assert term in required, f"{p['metadata']['name']}: the user's podAntiAffinity term is gone: {required}"
+        # LWS injects its exclusive terms into the leader; workers follow it by nodeSelector
+        leader = _label(p, f"{PREFIX}worker-index") == "0"
+        assert not leader or any(t.get("topologyKey") == topo.rack_label for t in required), (
+            f"{p['metadata']['name']}: no exclusive-topology term on {topo.rack_label}: {required}"
+        )
+    placed = P.domains(mine, nodes, topo.block_label, f"{PREFIX}name")
+    assert placed == {"ua": {wanted}}, f"the groups ran outside block {wanted} (the user's anti-affinity): {placed}"
+    _assert_one_rack_per_group(mine, nodes, topo.rack_label)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from lws_conformance import images
+from lws_conformance import images, workloads
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import admission
 from lws_conformance.k8s.client import to_dict
@@ -22,7 +22,6 @@ from lws_conformance.scenario import Scenario
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 LWS_PREFIX = "leaderworkerset.sigs.k8s.io/"
-NEVER = {"lwsc.x-k8s.io/never-scheduled": "true"}  # no node has it: the pod stays Pending everywhere
 
 
 def _plain_pod() -> Obj:
@@ -36,7 +35,7 @@ def _plain_pod() -> Obj:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "plain", "labels": {"app": "not-an-lws"}},
-        "spec": {"containers": [container], "nodeSelector": NEVER},
+        "spec": {"containers": [container], "nodeSelector": workloads.NOWHERE},
     }
 
 

@@ -114,3 +114,48 @@ def test_tpu_env_per_documented_formula(scenario: Scenario, claim: Claims, size:
             if any(h.split(".", 1)[1:] != [p["spec"].get("subdomain")] for h in hosts):
                 bad[n] = (hosts, p["spec"].get("subdomain"))
         assert not bad, f"TPU_WORKER_HOSTNAMES entries not <pod>.<subdomain>: {bad}"
+
+
+def _two_tpu_containers(lws: Obj) -> None:
+    """Leader and worker pods of two containers, each requesting TPUs (no TPU_PROCESS_PORT given)."""
+    for key in ("leaderTemplate", "workerTemplate"):
+        spec = lws["spec"]["leaderWorkerTemplate"][key]["spec"]
+        first = spec["containers"][0]
+        resources = {k: dict(v) for k, v in first["resources"].items()}
+        second = {**first, "name": f"{first['name']}-2", "resources": resources}
+        spec["containers"] = [first, second]
+
+
+@pytest.mark.requirement("LWS-TPU-006")
+def test_tpu_env_with_two_tpu_containers_per_pod(scenario: Scenario) -> None:
+    """2 pods of 2 TPU containers each (upstream e2e "Adds env vars to multiple containers when
+    using TPU"): every container lists each pod once per TPU container in TPU_WORKER_HOSTNAMES and
+    TPU_PROCESS_ADDRESSES (host:port, ports 8476 + container index), gets TPU_WORKER_ID = pod index
+    x 2 + container index, its own TPU_PROCESS_PORT, and TPU_NAME the leader."""
+    sc, name, size = scenario, "tp2", 2
+    obj = _tpu_lws(name, size, leader_tpu=True, sub=None)
+    _two_tpu_containers(obj)
+    sc.create(obj)
+    pods = sc.wait_pods(lambda ps: ps if P.names(ps) == P.expected_pod_names(name, 1, size) else None,
+                        f"the {size} pods of group 0 created (Pending: no node advertises {TPU})")
+    leader = f"{name}-0"
+    hosts = [h for h in (leader, f"{leader}-1") for _ in range(2)]
+    ports = ["8476", "8477"] * 2
+    wrong = {}
+    for p in pods:
+        index = int(p["metadata"]["labels"][P.WORKER_INDEX])
+        sub = p["spec"].get("subdomain")
+        for i, c in enumerate(p["spec"]["containers"]):
+            env = {e["name"]: e.get("value") for e in c.get("env") or []}
+            want = {
+                "TPU_WORKER_HOSTNAMES": ",".join(f"{h}.{sub}" for h in hosts),
+                "TPU_PROCESS_ADDRESSES": ",".join(f"{h}.{sub}:{port}" for h, port in zip(hosts, ports, strict=True)),
+                "TPU_WORKER_ID": str(index * 2 + i),
+                "TPU_PROCESS_PORT": str(8476 + i),
+                "TPU_NAME": leader,
+            }
+            got = {k: env.get(k) for k in want}
+            if got != want:
+                diff = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+                wrong[f"{p['metadata']['name']}/{c['name']}"] = diff
+    assert not wrong, f"TPU variables per container, (got, want): {wrong}"

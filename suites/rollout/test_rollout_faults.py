@@ -9,6 +9,7 @@ process, so it runs on the xdist worker's private cluster, never the shared one.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rollout_claims import proves_invariants, verify_claims
@@ -26,6 +27,7 @@ from test_rolling_update import (
     reconcile_window,
 )
 
+from lws_conformance import workloads
 from lws_conformance.chaos import node_containers
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
@@ -142,7 +144,7 @@ def test_update_completes_when_every_old_group_is_unhealthy(
     ends at the new revision and the LWS becomes Available."""
     sc, name, r, size = scenario, "ru", 4, 1
     obj = _lws(name, r, size, mu=0, ms=1)
-    obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["nodeSelector"] = {"lwsc.x-k8s.io/nowhere": "x"}
+    obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["nodeSelector"] = workloads.NOWHERE
     obj["spec"]["leaderWorkerTemplate"].pop("leaderTemplate", None)
     with _recorded(sc) as tl:
         sc.create(obj)
@@ -208,3 +210,36 @@ def test_update_counts_an_already_unhealthy_group_against_max_unavailable(
         assert moved and moved[0] == 3, f"first partition step {moved[:1]}, want 3 (group 1 already unready): {steps}"
         by_group = facts.revisions_by_group(events)
         assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated once: {by_group}"
+
+
+@pytest.mark.requirement("ROLL-STATUS-001")
+def test_updated_group_that_never_gets_ready_counts_as_updated(scenario: Scenario, claim: Claims) -> None:
+    """R=3, size 2, maxUnavailable 1: the new worker template selects no node, so group 2, the
+    first one updated, comes back with its leader Ready and its workers Pending, and the rollout
+    holds there. status.updatedReplicas counts groups updated "ready or not" (1) and readyReplicas
+    those Ready "updated or not" (2, the old groups 0 and 1)."""
+    sc, name, r, size = scenario, "uw", 3, 2
+    sc.create(_lws(name, r, size, mu=1))
+    sc.wait_lws(name, sc.settled(r), f"Available with {r} groups")
+    old = _leader_revision(sc, name)
+    sc.patch_lws(
+        name,
+        {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"nodeSelector": workloads.NOWHERE}}}}},
+    )
+
+    def group_2_stuck(pods: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        live = {p["metadata"]["name"]: p for p in P.live(pods)}
+        leader, worker = live.get(f"{name}-2"), live.get(f"{name}-2-1")
+        if leader is None or worker is None or leader["metadata"]["labels"].get(P.REVISION_LABEL) == old:
+            return None
+        return pods if P.pod_ready(leader) and (worker.get("status") or {}).get("phase") == "Pending" else None
+
+    sc.wait_pods(group_2_stuck, f"group 2 at the new revision: {name}-2 Ready, {name}-2-1 Pending (no node)")
+    with claim("ROLL-STATUS-001"):
+        sc.wait_lws(
+            name,
+            lambda o: sc.current(o)
+            and {k: (o.get("status") or {}).get(k, 0) for k in ("replicas", "readyReplicas", "updatedReplicas")}
+            == {"replicas": r, "readyReplicas": r - 1, "updatedReplicas": 1},
+            "status replicas 3, readyReplicas 2 (groups 0, 1), updatedReplicas 1 (group 2, not Ready)",
+        )
