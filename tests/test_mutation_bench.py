@@ -150,6 +150,10 @@ def test_classification_against_the_baseline() -> None:
     assert mutlib.classify({"A": "passed", "B": "warning"}, base, levels)[0] == "killed-should"
     assert mutlib.classify({"A": "error"}, base, levels)[0] == "killed-error"
     assert mutlib.classify({"A": "passed", "C": "failed"}, base, levels) == ("survived", {})
+    # a baseline error is inconclusive: it hides another error, not a failure
+    errored = {**base, "A": "error"}
+    assert mutlib.classify({"A": "failed"}, errored, levels) == ("killed-must", {"A": "failed"})
+    assert mutlib.classify({"A": "error"}, errored, levels) == ("survived", {})
 
 
 def test_scores_leave_equivalent_survivors_and_build_failures_out() -> None:

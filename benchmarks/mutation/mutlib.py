@@ -236,10 +236,16 @@ def result_of(m: Mutant, where: str) -> Result:
 
 
 def classify(verdicts: dict[str, str], baseline: dict[str, str], levels: dict[str, str]) -> tuple[str, dict[str, str]]:
-    """(status, red requirements) of a run: red there and not red in the baseline. A MUST
-    requirement `failed` kills by a MUST; only SHOULD `warning`s kill by a SHOULD; only `error`s
-    are killed-error."""
-    red = {r: v for r, v in sorted(verdicts.items()) if v in RED and baseline.get(r) not in RED}
+    """(status, red requirements) of a run: red there and not red in the baseline. A baseline
+    `error` (inconclusive: the harness saw the cluster break) says nothing about the promise, so it
+    hides only another `error`, never a `failed` or `warning`. A MUST requirement `failed` kills by
+    a MUST; only SHOULD `warning`s kill by a SHOULD; only `error`s are killed-error."""
+
+    def new_red(r: str, v: str) -> bool:
+        was = baseline.get(r)
+        return v in RED and (was not in RED or (was == "error" and v != "error"))
+
+    red = {r: v for r, v in sorted(verdicts.items()) if new_red(r, v)}
     if any(v == "failed" and levels.get(r, "MUST") == "MUST" for r, v in red.items()):
         return "killed-must", red
     if any(v in ("warning", "failed") for v in red.values()):

@@ -50,24 +50,25 @@ def test_lws_without_queue_name_joins_the_default_local_queue(scenario: Scenario
     sent["metadata"]["labels"] = {"team": "a"}
     stored = scenario.create(sent)
     labels = stored["metadata"].get("labels") or {}
-    assert labels.get(workloads.QUEUE_LABEL) == DEFAULT, f"LWS dq was stored with labels {labels}, no queue {DEFAULT}"
+    with claim("KUEUE-DEFAULTQ-001"):
+        queue = labels.get(workloads.QUEUE_LABEL)
+        assert queue == DEFAULT, f"LWS dq was stored with labels {labels}, no queue {DEFAULT}"
     with claim("KUEUE-DEFAULTQ-002"):
         lost = {k: v for k, v in sent["metadata"]["labels"].items() if labels.get(k) != v}
         assert not lost, f"LWS dq lost labels it was created with when it was defaulted to {DEFAULT}: {lost}"
 
     uid = K.lws_uid(scenario, "dq")
     expected = {workloads.lws_workload_name("dq", uid, i) for i in range(replicas)}
-    wls = K.wait_workloads(
-        scenario,
-        uid,
-        lambda ws: K.by_name(ws) if set(K.by_name(ws)) == expected and all(map(K.admitted, ws)) else None,
-        f"exactly the Workloads {sorted(expected)}, all Admitted",
-    )
     with claim("KUEUE-DEFAULTQ-001"):
+        wls = K.wait_workloads(
+            scenario,
+            uid,
+            lambda ws: K.by_name(ws) if set(K.by_name(ws)) == expected and all(map(K.admitted, ws)) else None,
+            f"exactly the Workloads {sorted(expected)}, all Admitted",
+        )
         queues = {n: wl["spec"].get("queueName") for n, wl in wls.items()}
         assert set(queues.values()) == {DEFAULT}, f"the group Workloads of dq are in queues {queues}"
-    pods = scenario.wait_pods(K.all_ready(replicas, size), "every pod of dq Ready", selector=K.selector("dq"))
-    with claim("KUEUE-DEFAULTQ-001"):
+        pods = scenario.wait_pods(K.all_ready(replicas, size), "every pod of dq Ready", selector=K.selector("dq"))
         gated = [p["metadata"]["name"] for p in pods if p["spec"].get("schedulingGates")]
         assert not gated, f"pods of dq kept a scheduling gate: {gated}"
 
