@@ -62,3 +62,18 @@ def test_lws_settled_on_lws_before_v0_9_0() -> None:
     assert not check(_lws(2, None, available="False"))
     assert not P.lws_has_observed_generation({"lws": "v0.8.0"})
     assert P.lws_has_observed_generation({"lws": "v0.9.0"}) and P.lws_has_observed_generation(None)
+
+
+def test_domains_and_exclusive_placement() -> None:
+    nodes = {"n1": {"rack": "r1"}, "n2": {"rack": "r1"}, "n3": {"rack": "r2"}, "n4": {}}
+
+    def pod(group: str, node: str) -> dict[str, Any]:
+        return {"metadata": {"labels": {"g": group}}, "spec": {"nodeName": node}}
+
+    placed = P.domains([pod("0", "n1"), pod("0", "n2"), pod("1", "n3")], nodes, "rack", "g")
+    assert placed == {"0": {"r1"}, "1": {"r2"}}
+    assert P.one_domain_each(placed) == ({}, {})
+    assert P.domains([pod("2", "n4")], nodes, "rack", "g") == {"2": {"<n4 has no rack>"}}
+    split, shared = P.one_domain_each({10: {"r1"}, 2: {"r1"}, 3: {"r2", "r1"}, 4: {"r2"}})
+    assert split == {3: ["r1", "r2"]}
+    assert shared == {"r1": [2, 10]}  # keys in their own order, not as strings

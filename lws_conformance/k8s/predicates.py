@@ -399,6 +399,18 @@ def domains(pods: list[Obj], nodes: Mapping[str, Mapping[str, str]], key: str, b
     return out
 
 
+def one_domain_each[K: (str, int)](placed: Mapping[K, set[str]]) -> tuple[dict[K, list[str]], dict[str, list[K]]]:
+    """Exclusive placement of `placed` (key -> the domains its pods run on, as `domains` returns):
+    (keys spread over several domains -> those domains, domains holding several keys -> those
+    keys, in key order). Both empty: every key in one domain of its own."""
+    split = {k: sorted(d) for k, d in placed.items() if len(d) != 1}
+    owners: dict[str, list[K]] = {}
+    for k in sorted(placed):
+        if len(placed[k]) == 1:
+            owners.setdefault(next(iter(placed[k])), []).append(k)
+    return split, {d: ks for d, ks in owners.items() if len(ks) > 1}
+
+
 def rank_order_breaks(placed: Mapping[int, str]) -> list[str]:
     """TAS rank ordering (KUEUE-TAS-005): pods sorted by their index must fill nodes one after the
     other: each node's pods a contiguous index range, the nodes in ascending name order (Kueue

@@ -37,12 +37,17 @@ def _two_roles() -> list[Obj]:
     return [D.role("prefill", 1, 2), D.role("decode", 1)]
 
 
+def _by_set(pods: list[Obj], names: Any) -> dict[str, list[Obj]]:
+    """Set name -> its live pods, for each of `names`."""
+    live = P.live(pods)
+    return {n: [p for p in live if (p["metadata"].get("labels") or {}).get(D.SET) == n] for n in names}
+
+
 def _running(sc: Scenario, sets: dict[str, int], condition: str) -> list[Obj]:
     """Wait until set name -> pod count holds, every pod Running and Ready; the pods."""
 
     def check(pods: list[Obj]) -> list[Obj] | None:
-        live = P.live(pods)
-        per = {s: [p for p in live if (p["metadata"].get("labels") or {}).get(D.SET) == s] for s in sets}
+        per = _by_set(pods, sets)
         ok = all(len(per[s]) == n and all(map(P.pod_ready, per[s])) for s, n in sets.items())
         return [p for s in sets for p in per[s]] if ok else None
 
@@ -66,12 +71,8 @@ def test_exclusive_slice_colocates_a_slice_and_spreads_slices(
     pods = _running(sc, {"exs": 3 * n}, f"{n} slices x 3 pods Running and Ready")
     racks = P.domains(pods, sc.node_labels(), t.rack_label, D.SLICE)
     assert set(racks) == {str(i) for i in range(n)}, f"pods by slice label: {sorted(racks)}, expected 0..{n - 1}"
-    split = {s: sorted(r) for s, r in racks.items() if len(r) != 1}
+    split, shared = P.one_domain_each(racks)
     assert not split, f"a slice's pods spread over several racks: {split}"
-    owner: dict[str, list[str]] = {}
-    for s, r in sorted(racks.items()):
-        owner.setdefault(next(iter(r)), []).append(s)
-    shared = {r: s for r, s in owner.items() if len(s) > 1}
     assert not shared, f"racks holding several slices of the set: {shared}"
 
 
@@ -89,8 +90,7 @@ def test_exclusive_topology_gives_a_domain_to_one_slice(scenario: Scenario, lwsc
         sc.create(D.dset(n, _two_roles(), **_placed("ExclusiveTopology", t.block_label)))
 
     def two_run_one_waits(pods: list[Obj]) -> tuple[list[Obj], str] | None:
-        live = P.live(pods)
-        per = {n: [p for p in live if (p["metadata"].get("labels") or {}).get(D.SET) == n] for n in names}
+        per = _by_set(pods, names)
         running = [n for n, ps in per.items() if len(ps) == 3 and all(map(P.pod_ready, ps))]
         waiting = [n for n, ps in per.items() if ps and all(P.condition(p, "PodScheduled") == "False" for p in ps)]
         if len(running) == 2 and len(waiting) == 1:
@@ -99,11 +99,9 @@ def test_exclusive_topology_gives_a_domain_to_one_slice(scenario: Scenario, lwsc
 
     pods, waiting = sc.wait_pods(two_run_one_waits, "two sets Running in the two blocks, the third unschedulable",
                                  timeout=90)
-    blocks = P.domains(pods, sc.node_labels(), t.block_label, D.SET)
-    split = {s: sorted(b) for s, b in blocks.items() if len(b) != 1}
+    split, shared = P.one_domain_each(P.domains(pods, sc.node_labels(), t.block_label, D.SET))
     assert not split, f"a set's slice spread over several blocks: {split}"
-    a, b = (next(iter(v)) for v in blocks.values())
-    assert a != b, f"two sets' slices share block {a}: {sorted(blocks)}"
+    assert not shared, f"blocks holding the slices of two sets: {shared}"
     leak = sc.observe_pods(
         lambda ps: next((f"{p['metadata']['name']} of {waiting} was scheduled to {p['spec']['nodeName']}"
                          for p in ps if (p["metadata"].get("labels") or {}).get(D.SET) == waiting

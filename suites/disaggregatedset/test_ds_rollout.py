@@ -199,8 +199,6 @@ def test_role_renamed(scenario: Scenario, claim: Claims, tmp_path: Path) -> None
     _change_roles(scenario, "ren", before, after, "ds-role-renamed", "ROLL-DSROLE-003", claim, tmp_path)
 
 
-
-
 def _totals(st: disagg.DsState, revision: str) -> int:
     return sum(disagg.replicas(o) for o in st.of(revision=revision))
 

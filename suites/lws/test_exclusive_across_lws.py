@@ -80,12 +80,8 @@ def test_two_exclusive_lws_do_not_share_a_rack(scenario: Scenario) -> None:
         b_placed_but_one, f"LWS b: {b_groups - 1} groups Ready on the free racks, 1 leader unschedulable")
     node_rack = {n: labels.get(topo.rack_label, "") for n, labels in sc.node_labels().items()}
     racks = _racks(P.live(pods), node_rack)
-    split = {g: r for g, r in racks.items() if len(r) != 1}
+    split, shared = P.one_domain_each(racks)
     assert not split, f"groups spread over several racks: {split}"
-    owner: dict[str, list[str]] = {}
-    for g, r in racks.items():
-        owner.setdefault(next(iter(r)), []).append(g)
-    shared = {rack: gs for rack, gs in owner.items() if len(gs) > 1}
     assert not shared, f"racks holding groups of both LWSs (or two groups): {shared}"
 
     leader = f"b-{waiting.split('/')[1]}"

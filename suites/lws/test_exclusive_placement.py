@@ -38,12 +38,10 @@ def _label(pod: Obj, key: str) -> str:
 
 def _assert_one_rack_per_group(pods: list[Obj], nodes: dict[str, dict[str, str]], rack_key: str) -> dict[str, str]:
     racks = P.domains(pods, nodes, rack_key, f"{PREFIX}group-index")
-    split = {g: r for g, r in racks.items() if len(r) != 1}
+    split, shared = P.one_domain_each(racks)
     assert not split, f"groups spread over several racks: {split}"
-    flat = {g: next(iter(r)) for g, r in racks.items()}
-    shared = {r for r in flat.values() if list(flat.values()).count(r) > 1}
-    assert not shared, f"racks shared by several groups: { {g: r for g, r in flat.items() if r in shared} }"
-    return flat
+    assert not shared, f"racks shared by several groups: {shared}"
+    return {g: next(iter(r)) for g, r in racks.items()}
 
 
 @pytest.mark.requirement("LWS-EXCL-001")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import allure
 import pytest
 
 from lws_conformance import workloads
-from lws_conformance.k8s.client import to_dict
+from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import scale as timeout_scale
 from lws_conformance.profile import Topology
 from lws_conformance.scenario import Scenario
@@ -55,14 +54,10 @@ def whole_node_lws(name: str, s: Scale, *, queue: str | None) -> Obj:
     )
 
 
-def rack_of_node(sc: Scenario, rack_label: str) -> dict[str, str]:
-    """node name -> rack, from one list (not a read per pod: 800 pods)."""
-    nodes = to_dict(sc.api, sc.core.list_node())["items"]
-    return {n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(rack_label, "") for n in nodes}
-
-
 def racks_per_group(sc: Scenario, pods: list[Obj], rack_label: str) -> dict[int, set[str]]:
-    racks = rack_of_node(sc, rack_label)
+    """group index -> the racks its pods run on ("<unbound>" for a pod on no node), from one
+    list of the nodes (not a read per pod: 800 pods)."""
+    racks = {n: labels.get(rack_label, "") for n, labels in sc.node_labels().items()}
     out: dict[int, set[str]] = {}
     for p in pods:
         g = int(p["metadata"]["labels"][GROUP_INDEX])
@@ -72,10 +67,9 @@ def racks_per_group(sc: Scenario, pods: list[Obj], rack_label: str) -> dict[int,
 
 def placement_problems(placed: dict[int, set[str]], *, exclusive: bool) -> list[str]:
     """Groups spread over racks; with `exclusive`, racks holding more than one group."""
-    out = [f"group {g} spread over racks {sorted(r)}" for g, r in sorted(placed.items()) if len(r) != 1]
+    split, shared = P.one_domain_each(placed)
+    out = [f"group {g} spread over racks {r}" for g, r in sorted(split.items())]
     if exclusive:
-        count = Counter(next(iter(r)) for r in placed.values() if len(r) == 1)
-        shared = {rack: sorted(g for g, r in placed.items() if r == {rack}) for rack, n in count.items() if n > 1}
         out += [f"rack {rack} shared by groups {gs}" for rack, gs in sorted(shared.items())]
     return out
 
