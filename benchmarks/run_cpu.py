@@ -5,8 +5,13 @@ Each round is `lwsc run -n N --name cpu-bench` (up from cached binaries and snap
 reports, down). CPU-seconds are the machine's: user + nice + system + irq + softirq from
 /proc/stat over the run, so every process counts (control plane, controllers, kwok, pytest
 workers, report rendering) — run it on an idle machine, and the idle load before the first round
-is printed and recorded. Every round's requirement verdicts must equal the first round's; the
-differences are listed. Results: benchmarks/results/run-cpu-<date>.json and .md.
+is printed and recorded. Where they went: every process is sampled once a second from
+/proc/<pid>/stat and its CPU time charged to its program (kube-apiserver, etcd, lws, kueue, kwok,
+python = pytest and the harness, ...); what a process used after its last sample, and processes
+that lived under a second, stay "unattributed". The sampler's own CPU is measured and subtracted.
+Every round's requirement verdicts must equal the first round's; the differences are listed.
+Results: benchmarks/results/run-cpu-<date>.json and .md; each round's run directory (timeline,
+verdicts) is kept under reports/run-cpu-<date>/.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -33,16 +38,61 @@ def busy_seconds() -> float:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
+def _processes() -> dict[tuple[int, int], tuple[str, float]]:
+    """(pid, start time) -> (program, CPU seconds so far) of every process now running."""
+    tick, seen = os.sysconf("SC_CLK_TCK"), {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # exited meanwhile
+            continue
+        comm, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
+        seen[(int(stat.parent.name), int(rest[19]))] = (comm, (int(rest[11]) + int(rest[12])) / tick)
+    return seen
+
+
+class Sampler(threading.Thread):
+    """CPU seconds per program over the round: each process's CPU time at its last sample minus
+    at its first (or 0 if it started during the round)."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.stop, self.before, self.last = threading.Event(), _processes(), {}  # type: ignore[var-annotated]
+        self.own = 0.0
+
+    def run(self) -> None:
+        while not self.stop.wait(1.0):
+            t0 = time.thread_time()
+            self.last.update(_processes())
+            self.own += time.thread_time() - t0
+
+    def by_program(self) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        for key, (comm, cpu) in self.last.items():
+            used = cpu - self.before.get(key, (comm, 0.0))[1]
+            totals[comm] = totals.get(comm, 0.0) + used
+        return {k: round(v, 1) for k, v in sorted(totals.items(), key=lambda kv: -kv[1]) if v >= 0.5}
+
+
 def one_round(workers: int, profile: str | None, reports: Path) -> dict[str, object]:
     cmd = [sys.executable, "-m", "lws_conformance.cli", *(["--profile", profile] if profile else [])]
     cmd += ["--name", NAME, "run", "-n", str(workers), "--reports", str(reports)]
+    sampler = Sampler()
+    sampler.start()
     cpu0, wall0 = busy_seconds(), time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall, cpu = time.monotonic() - wall0, busy_seconds() - cpu0
-    summary = json.loads(((reports / "latest").resolve() / "summary.json").read_text())
+    sampler.stop.set()
+    sampler.join()
+    cpu -= sampler.own
+    programs = sampler.by_program()
+    programs["unattributed"] = round(cpu - sum(programs.values()), 1)
+    run = (reports / "latest").resolve()
+    summary = json.loads((run / "summary.json").read_text())
     verdicts = {r["id"]: r["verdict"] for r in summary["requirements"]}
     return {"workers": workers, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "exit": proc.returncode,
-            "verdicts": verdicts}  # fmt: skip
+            "sampler_cpu_s": round(sampler.own, 1), "cpu_by_program_s": programs, "run": run.name,
+            "tests": summary.get("totals", {}), "verdicts": verdicts}  # fmt: skip
 
 
 def main() -> None:
@@ -55,13 +105,14 @@ def main() -> None:
     load = os.getloadavg()
     print(f"load before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
     rounds = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
-            for n in counts:
-                out = one_round(n, args.profile, Path(tmp) / f"n{n}-{r}")
-                rounds.append(out)
-                print(f"-n {n} round {r + 1}: wall {out['wall_s']} s, cpu {out['cpu_s']} s, exit {out['exit']}",
-                      flush=True)  # fmt: skip
+    kept = ROOT / "reports" / f"run-cpu-{time.strftime('%Y%m%d-%H%M')}"  # every round's run directory
+    for r in range(args.rounds):
+        for n in counts:
+            out = one_round(n, args.profile, kept / f"n{n}-{r + 1}")
+            rounds.append(out)
+            top = ", ".join(f"{k} {v:.0f}" for k, v in list(out["cpu_by_program_s"].items())[:5])  # type: ignore[attr-defined]
+            print(f"-n {n} round {r + 1}: wall {out['wall_s']} s, cpu {out['cpu_s']} s ({top}), "
+                  f"exit {out['exit']}", flush=True)  # fmt: skip
     first = rounds[0]["verdicts"]
     assert isinstance(first, dict)
     for rnd in rounds:
@@ -102,6 +153,15 @@ def main() -> None:
             f"| {n} | {by_n[n]['wall_median_s']:.0f} s | {by_n[n]['cpu_median_s']:.0f} s | {len(mine)} | "
             f"{', '.join(str(r['exit']) for r in mine)} | {', '.join(diffs) or 'none'} |"
         )
+    programs = sorted({k for r in rounds for k in r["cpu_by_program_s"]},  # type: ignore[attr-defined]
+                      key=lambda k: -sum(r["cpu_by_program_s"].get(k, 0.0) for r in rounds))[:9]  # type: ignore[attr-defined]
+    lines += ["", "CPU-seconds by program (median over the rounds; sampled once a second from /proc):", "",
+              "| -n | " + " | ".join(programs) + " |", "|---|" + "---|" * len(programs)]  # fmt: skip
+    for n in counts:
+        mine = [r for r in rounds if r["workers"] == n]
+        cells = [statistics.median(r["cpu_by_program_s"].get(k, 0.0) for r in mine) for k in programs]  # type: ignore[attr-defined]
+        lines.append(f"| {n} | " + " | ".join(f"{c:.0f}" for c in cells) + " |")
+    lines += ["", f"Run directories: `{kept.relative_to(ROOT)}/`."]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(stem.with_suffix(".md"))
 

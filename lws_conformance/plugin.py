@@ -88,6 +88,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="recorded in summary.json (lwsc run --certify)",
     )
     g.addoption("--lwsc-shard", help="K/N: run only this shard of the selected tests (lws_conformance.shards)")
+    g.addoption(
+        "--lwsc-order",
+        default="longest-first",
+        choices=("longest-first", "collected"),
+        help="the order tests are handed to workers: longest recorded duration first (default), or as collected",
+    )
     g.addoption("--lwsc-strict", action="store_true", help="gate: a listed deviation that no longer reproduces fails")
     g.addoption(
         "--lwsc-accept-known-deviations",
@@ -492,6 +498,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for rid in claims.requirement_ids(item):
             item.extra_keyword_matches.add(rid)
+    if config.getoption("--lwsc-order") == "longest-first":  # the slowest promise starts first, not last
+        order = shards.longest_first([i.nodeid for i in items], shards.durations())
+        position = {nodeid: k for k, nodeid in enumerate(order)}
+        items.sort(key=lambda i: position[i.nodeid])
     out = config.getoption("--lwsc-requirements-out")
     if out and not _is_worker(config):
         Path(out).write_text(json.dumps({i.nodeid: claims.requirement_ids(i) for i in items}, indent=1))

@@ -29,15 +29,28 @@ def parse(spec: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def durations(path: Path = DURATIONS) -> dict[str, float]:
+def durations(path: Path | None = None) -> dict[str, float]:
+    path = path or DURATIONS
     return {str(k): float(v) for k, v in json.loads(path.read_text()).items()} if path.is_file() else {}
+
+
+def _weights(nodeids: list[str], recorded: dict[str, float]) -> dict[str, float]:
+    """Each test's recorded duration; a test not recorded counts as the median of those that are."""
+    known = [recorded[i] for i in nodeids if i in recorded]
+    default = statistics.median(known) if known else 1.0
+    return {i: recorded.get(i, default) for i in nodeids}
+
+
+def longest_first(nodeids: list[str], recorded: dict[str, float]) -> list[str]:
+    """The node ids, longest recorded duration first (ties keep the given order): the order a run
+    hands tests to its xdist workers, so the slowest promise starts at once instead of last."""
+    weight = _weights(nodeids, recorded)
+    return sorted(nodeids, key=lambda i: -weight[i])
 
 
 def assign(nodeids: list[str], n: int, recorded: dict[str, float]) -> list[list[str]]:
     """The N shards' node ids (each in the order given), longest-processing-time first."""
-    known = [recorded[i] for i in nodeids if i in recorded]
-    default = statistics.median(known) if known else 1.0
-    weight = {i: recorded.get(i, default) for i in nodeids}
+    weight = _weights(nodeids, recorded)
     totals = [0.0] * n
     chosen: dict[str, int] = {}
     for nodeid in sorted(nodeids, key=lambda i: (-weight[i], i)):

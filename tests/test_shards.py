@@ -25,6 +25,29 @@ def test_every_test_lands_in_exactly_one_shard_longest_first() -> None:
     assert shards.assign(ids, 1, {}) == [ids]
 
 
+def test_longest_recorded_first_ties_in_the_given_order() -> None:
+    ids = ["a", "b", "c", "d", "e"]
+    recorded = {"c": 70.0, "e": 5.0, "d": 3.0, "a": 1.0}
+    assert shards.longest_first(ids, recorded) == ["c", "e", "b", "d", "a"]  # b: the median, 4
+    assert shards.longest_first(ids, {"c": 2.0}) == ["a", "b", "c", "d", "e"]  # all equal: as given
+    assert shards.longest_first(ids, {}) == ids
+
+
+def test_a_run_hands_the_longest_recorded_test_out_first(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytester.makepyfile(test_order="def test_quick(): pass\ndef test_slow(): pass\ndef test_mid(): pass\n")
+    recorded = tmp_path / "durations.json"
+    recorded.write_text(json.dumps({"test_order.py::test_slow": 70.0, "test_order.py::test_mid": 9.0,
+                                    "test_order.py::test_quick": 0.5}))  # fmt: skip
+    monkeypatch.setattr(shards, "DURATIONS", recorded)
+    ordered = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:cacheprovider")
+    assert [ln for ln in ordered.outlines if "::" in ln] == [
+        "test_order.py::test_slow", "test_order.py::test_mid", "test_order.py::test_quick"]  # fmt: skip
+    collected = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:cacheprovider", "--lwsc-order=collected")
+    assert [ln for ln in collected.outlines if "::" in ln][0] == "test_order.py::test_quick"
+
+
 def test_a_bad_shard_is_one_line() -> None:
     assert shards.parse("2/3") == (2, 3)
     for bad in ("0/3", "4/3", "a/b", "3", ""):

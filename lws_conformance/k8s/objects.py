@@ -18,6 +18,7 @@ RUN_LABEL = "lwsc.x-k8s.io/run"
 PLURALS = {
     "LeaderWorkerSet": "leaderworkersets",
     "DisaggregatedSet": "disaggregatedsets",
+    "DisaggregatedSetRoleScaler": "disaggregatedsetrolescalers",
     "ClusterQueue": "clusterqueues",
     "LocalQueue": "localqueues",
     "ResourceFlavor": "resourceflavors",
