@@ -7,7 +7,9 @@ reports, down). CPU-seconds are the machine's: user + nice + system + irq + soft
 workers, report rendering) — run it on an idle machine, and the idle load before the first round
 is printed and recorded. Where they went: every process is sampled once a second from
 /proc/<pid>/stat and its CPU time charged to its program (kube-apiserver, etcd, lws, kueue, kwok,
-python = pytest and the harness, ...); what a process used after its last sample, and processes
+python = pytest and the harness, ...), a control-plane program with the cluster it serves (the
+benchmark's own "main" one or a test's "private" one, from the state directory in its arguments);
+what a process used after its last sample, and processes
 that lived under a second, stay "unattributed". The sampler's own CPU is measured and subtracted.
 Every round's requirement verdicts must equal the first round's; the differences are listed.
 Results: benchmarks/results/run-cpu-<date>.json and .md; each round's run directory (timeline,
@@ -20,12 +22,14 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "cpu-bench"
@@ -38,8 +42,26 @@ def busy_seconds() -> float:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
+sys.path.insert(0, str(ROOT))
+from lws_conformance.providers.components import state_root  # noqa: E402
+
+STATE = re.compile(re.escape(str(state_root())) + r"/([^/\x00]+)/")  # a cluster's state directory in the arguments
+_WHERE: dict[tuple[int, int], str] = {}  # (pid, start time) -> " (main)", " (private)" or ""
+
+
+def _where(pid: str) -> str:
+    """Which of the harness's clusters a process belongs to, from the state directory its
+    arguments name: the benchmark's own cluster, a private cluster of a test, or neither."""
+    try:
+        m = STATE.search(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"))
+    except OSError:
+        return ""
+    return "" if not m else " (main)" if m.group(1) == NAME else " (private)"
+
+
 def _processes() -> dict[tuple[int, int], tuple[str, float]]:
-    """(pid, start time) -> (program, CPU seconds so far) of every process now running."""
+    """(pid, start time) -> (program, CPU seconds so far) of every process now running; a
+    control-plane program is named with the cluster it serves, e.g. "kube-apiserver (private)"."""
     tick, seen = os.sysconf("SC_CLK_TCK"), {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -47,7 +69,10 @@ def _processes() -> dict[tuple[int, int], tuple[str, float]]:
         except OSError:  # exited meanwhile
             continue
         comm, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
-        seen[(int(stat.parent.name), int(rest[19]))] = (comm, (int(rest[11]) + int(rest[12])) / tick)
+        key = (int(stat.parent.name), int(rest[19]))
+        if key not in _WHERE:  # pytest and the harness stay "python", whichever cluster they name
+            _WHERE[key] = "" if comm.startswith("python") else _where(stat.parent.name)
+        seen[key] = (comm + _WHERE[key], (int(rest[11]) + int(rest[12])) / tick)
     return seen
 
 
@@ -74,7 +99,7 @@ class Sampler(threading.Thread):
         return {k: round(v, 1) for k, v in sorted(totals.items(), key=lambda kv: -kv[1]) if v >= 0.5}
 
 
-def one_round(workers: int, profile: str | None, reports: Path) -> dict[str, object]:
+def one_round(workers: int, profile: str | None, reports: Path) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "lws_conformance.cli", *(["--profile", profile] if profile else [])]
     cmd += ["--name", NAME, "run", "-n", str(workers), "--reports", str(reports)]
     sampler = Sampler()
@@ -104,40 +129,44 @@ def main() -> None:
     counts = [int(w) for w in args.workers.split(",")]
     load = os.getloadavg()
     print(f"load before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
-    rounds = []
     kept = ROOT / "reports" / f"run-cpu-{time.strftime('%Y%m%d-%H%M')}"  # every round's run directory
-    for r in range(args.rounds):
-        for n in counts:
-            out = one_round(n, args.profile, kept / f"n{n}-{r + 1}")
-            rounds.append(out)
-            top = ", ".join(f"{k} {v:.0f}" for k, v in list(out["cpu_by_program_s"].items())[:5])  # type: ignore[attr-defined]
-            print(f"-n {n} round {r + 1}: wall {out['wall_s']} s, cpu {out['cpu_s']} s ({top}), "
-                  f"exit {out['exit']}", flush=True)  # fmt: skip
-    first = rounds[0]["verdicts"]
-    assert isinstance(first, dict)
-    for rnd in rounds:
-        v = rnd.pop("verdicts")
-        assert isinstance(v, dict)
-        rnd["verdict_differences"] = {k: [first.get(k), v.get(k)] for k in sorted(set(first) | set(v))
-                                      if first.get(k) != v.get(k)}  # fmt: skip
+    stem = ROOT / "benchmarks" / "results" / f"run-cpu-{time.strftime('%Y-%m-%d-%H%M')}"
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    by_n = {
-        n: {
-            "wall_median_s": statistics.median(float(r["wall_s"]) for r in rounds if r["workers"] == n),  # type: ignore[arg-type]
-            "cpu_median_s": statistics.median(float(r["cpu_s"]) for r in rounds if r["workers"] == n),  # type: ignore[arg-type]
-        }
-        for n in counts
-    }
-    result = {
+    meta = {
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "commit": commit.stdout.strip(),
         "machine": f"{platform.node()} ({os.cpu_count()} cores)",
         "load_before": [round(x, 2) for x in load],
         "profile": args.profile or "default",
-        "rounds": rounds,
-        "by_workers": by_n,
     }
-    stem = ROOT / "benchmarks" / "results" / f"run-cpu-{time.strftime('%Y-%m-%d-%H%M')}"
+    rounds: list[dict[str, Any]] = []
+    for r in range(args.rounds):
+        for n in counts:
+            out = one_round(n, args.profile, kept / f"n{n}-{r + 1}")
+            rounds.append(out)
+            top = ", ".join(f"{k} {v:.0f}" for k, v in list(out["cpu_by_program_s"].items())[:5])
+            print(f"-n {n} round {r + 1}: wall {out['wall_s']} s, cpu {out['cpu_s']} s ({top}), "
+                  f"exit {out['exit']}", flush=True)  # fmt: skip
+            write(stem, meta, rounds, kept)  # after every round: an interrupted benchmark keeps what it measured
+    print(stem.with_suffix(".md"))
+
+
+def write(stem: Path, meta: dict[str, Any], rounds: list[dict[str, Any]], kept: Path) -> None:
+    """results JSON and Markdown of the rounds so far; verdicts compared with the first round's."""
+    first = rounds[0]["verdicts"]
+    done = [{k: v for k, v in rnd.items() if k != "verdicts"} | {
+        "verdict_differences": {k: [first.get(k), rnd["verdicts"].get(k)]
+                                for k in sorted(set(first) | set(rnd["verdicts"]))
+                                if first.get(k) != rnd["verdicts"].get(k)}} for rnd in rounds]  # fmt: skip
+    counts = list(dict.fromkeys(r["workers"] for r in rounds))
+    by_n = {
+        n: {
+            "wall_median_s": statistics.median(float(r["wall_s"]) for r in done if r["workers"] == n),
+            "cpu_median_s": statistics.median(float(r["cpu_s"]) for r in done if r["workers"] == n),
+        }
+        for n in counts
+    }
+    result = {**meta, "rounds": done, "by_workers": by_n}
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     lines = [
         f"# Full warm `lwsc run` by -n ({result['date']}, commit {result['commit']}, {result['machine']}, "
@@ -147,23 +176,22 @@ def main() -> None:
         "|---|---|---|---|---|---|",
     ]
     for n in counts:
-        mine = [r for r in rounds if r["workers"] == n]
-        diffs = sorted({k for r in mine for k in r["verdict_differences"]})  # type: ignore[attr-defined]
+        mine = [r for r in done if r["workers"] == n]
+        diffs = sorted({k for r in mine for k in r["verdict_differences"]})
         lines.append(
             f"| {n} | {by_n[n]['wall_median_s']:.0f} s | {by_n[n]['cpu_median_s']:.0f} s | {len(mine)} | "
             f"{', '.join(str(r['exit']) for r in mine)} | {', '.join(diffs) or 'none'} |"
         )
-    programs = sorted({k for r in rounds for k in r["cpu_by_program_s"]},  # type: ignore[attr-defined]
-                      key=lambda k: -sum(r["cpu_by_program_s"].get(k, 0.0) for r in rounds))[:9]  # type: ignore[attr-defined]
+    programs = sorted({k for r in done for k in r["cpu_by_program_s"]},
+                      key=lambda k: -sum(r["cpu_by_program_s"].get(k, 0.0) for r in done))[:10]  # fmt: skip
     lines += ["", "CPU-seconds by program (median over the rounds; sampled once a second from /proc):", "",
               "| -n | " + " | ".join(programs) + " |", "|---|" + "---|" * len(programs)]  # fmt: skip
     for n in counts:
-        mine = [r for r in rounds if r["workers"] == n]
-        cells = [statistics.median(r["cpu_by_program_s"].get(k, 0.0) for r in mine) for k in programs]  # type: ignore[attr-defined]
+        mine = [r for r in done if r["workers"] == n]
+        cells = [statistics.median(r["cpu_by_program_s"].get(k, 0.0) for r in mine) for k in programs]
         lines.append(f"| {n} | " + " | ".join(f"{c:.0f}" for c in cells) + " |")
     lines += ["", f"Run directories: `{kept.relative_to(ROOT)}/`."]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print(stem.with_suffix(".md"))
 
 
 if __name__ == "__main__":

@@ -92,7 +92,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--lwsc-order",
         default="longest-first",
         choices=("longest-first", "collected"),
-        help="the order tests are handed to workers: longest recorded duration first (default), or as collected",
+        help="the order tests are handed to workers: those on the worker's private cluster first, each group "
+        "longest recorded duration first (default); or as collected",
     )
     g.addoption("--lwsc-strict", action="store_true", help="gate: a listed deviation that no longer reproduces fails")
     g.addoption(
@@ -387,6 +388,7 @@ def _record_phase(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """In the controller: results.json, per-requirement summary and Allure metadata."""
+    _WORKER_PRIVATE.release()  # in a worker (or a run without workers): its private cluster
     out = session.config.getoption("--lwsc-report-dir")
     if not out or _is_worker(session.config):
         return
@@ -459,14 +461,52 @@ def skip_private_on_kind(request: pytest.FixtureRequest) -> None:
         pytest.skip(NOT_ON_KIND)
 
 
-@pytest.fixture(scope="session")
-def private_cluster(request: pytest.FixtureRequest, run_id: str) -> Iterator[LocalCluster]:
+class _WorkerPrivate:
+    """This worker's private cluster: brought up by the first test that needs it, brought down
+    when a test that does not starts, and at the end of the session. Tests are handed out with
+    those that need it first (`pytest_collection_modifyitems`), so it serves a worker's run of
+    such tests and then stops costing CPU for the rest of the run."""
+
+    def __init__(self) -> None:
+        self.stack: ExitStack | None = None
+        self.cluster: LocalCluster | None = None
+
+    def get(self, config: pytest.Config, name: str) -> LocalCluster:
+        if self.cluster is None:
+            stack = ExitStack()
+            self.cluster = stack.enter_context(_private(config, name))
+            self.stack = stack
+        return self.cluster
+
+    def release(self) -> None:
+        stack, self.stack, self.cluster = self.stack, None, None
+        if stack is not None:
+            stack.close()
+
+
+_WORKER_PRIVATE = _WorkerPrivate()
+
+
+def uses_worker_private(item: pytest.Item) -> bool:
+    """Does the test run on this worker's private cluster (not on one of its own)?"""
+    names = getattr(item, "fixturenames", ())
+    own = item.get_closest_marker("private_cluster") is not None
+    return "private_cluster" in names or ("private_scenario" in names and not own)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if not uses_worker_private(item):
+        _WORKER_PRIVATE.release()
+
+
+@pytest.fixture
+def private_cluster(request: pytest.FixtureRequest, run_id: str) -> LocalCluster:
     """A local cluster of this xdist worker's own, for tests that break things (stop a
     controller, remove a webhook, fail a node): the shared cluster is never disrupted.
-    Tests must restore what they break; the cluster is brought down at the end."""
+    Tests must restore what they break; consecutive tests share it (`_WorkerPrivate`)."""
     skip_private_on_kind(request)
-    with _private(request.config, f"private-{run_id}-{_worker()}") as cluster:
-        yield cluster
+    return _WORKER_PRIVATE.get(request.config, f"private-{run_id}-{_worker()}")
 
 
 @pytest.fixture
@@ -498,10 +538,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for rid in claims.requirement_ids(item):
             item.extra_keyword_matches.add(rid)
-    if config.getoption("--lwsc-order") == "longest-first":  # the slowest promise starts first, not last
+    if config.getoption("--lwsc-order") == "longest-first":
+        # the tests on the worker's private cluster first (it goes down after them), each group
+        # longest first: the slowest promise starts at once instead of last
         order = shards.longest_first([i.nodeid for i in items], shards.durations())
         position = {nodeid: k for k, nodeid in enumerate(order)}
-        items.sort(key=lambda i: position[i.nodeid])
+        items.sort(key=lambda i: (not uses_worker_private(i), position[i.nodeid]))
     out = config.getoption("--lwsc-requirements-out")
     if out and not _is_worker(config):
         Path(out).write_text(json.dumps({i.nodeid: claims.requirement_ids(i) for i in items}, indent=1))

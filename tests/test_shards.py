@@ -3,12 +3,14 @@ balanced by recorded durations, the same verdicts as one run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lws_conformance import cli, shards
+from lws_conformance import cli, plugin, shards
 from lws_conformance.errors import UserError
 from lws_conformance.report import merge
 
@@ -46,6 +48,45 @@ def test_a_run_hands_the_longest_recorded_test_out_first(
         "test_order.py::test_slow", "test_order.py::test_mid", "test_order.py::test_quick"]  # fmt: skip
     collected = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:cacheprovider", "--lwsc-order=collected")
     assert [ln for ln in collected.outlines if "::" in ln][0] == "test_order.py::test_quick"
+
+
+def test_tests_on_the_workers_private_cluster_go_first(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytester.makepyfile(test_order="""
+import pytest
+def test_quick(): pass
+def test_breaks(private_scenario): pass
+@pytest.mark.private_cluster("kueue.manage_jobs_without_queue_name=true")
+def test_own(private_scenario): pass
+def test_slow(): pass
+""")  # fmt: skip
+    recorded = tmp_path / "durations.json"
+    seconds = {"quick": 0.5, "breaks": 1.0, "own": 50.0, "slow": 70.0}
+    recorded.write_text(json.dumps({f"test_order.py::test_{k}": v for k, v in seconds.items()}))
+    monkeypatch.setattr(shards, "DURATIONS", recorded)
+    ordered = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:cacheprovider")
+    assert [ln.split("::")[1] for ln in ordered.outlines if "::" in ln] == [
+        "test_breaks", "test_slow", "test_own", "test_quick"]  # fmt: skip
+
+
+def test_the_workers_private_cluster_is_shared_then_brought_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def fake_private(config: object, name: str) -> Iterator[str]:
+        events.append(f"up {name}")
+        yield f"cluster {len(events)}"
+        events.append(f"down {name}")
+
+    monkeypatch.setattr(plugin, "_private", fake_private)
+    holder = plugin._WorkerPrivate()
+    first = holder.get(None, "p")  # type: ignore[arg-type]
+    assert holder.get(None, "p") is first and events == ["up p"]  # type: ignore[arg-type]
+    holder.release()
+    holder.release()  # nothing left to bring down
+    assert events == ["up p", "down p"]
+    assert holder.get(None, "p") != first and events[-1] == "up p"  # type: ignore[arg-type]
 
 
 def test_a_bad_shard_is_one_line() -> None:
