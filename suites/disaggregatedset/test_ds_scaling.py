@@ -59,11 +59,6 @@ def _bound(scaler: Obj) -> bool:
         ready[0].get("status") == "True")  # fmt: skip
 
 
-def _lws_of(sc: Scenario, set_name: str) -> list[Obj]:
-    out = sc.custom.list_namespaced_custom_object(LWS_GROUP, LWS_VERSION, sc.namespace, LWS_PLURAL)
-    return D.children(out["items"], set_name)
-
-
 def _scale(sc: Scenario, name: str) -> Obj:
     return dict(sc.custom.get_namespaced_custom_object_scale(D.GROUP, D.VERSION, sc.namespace, PLURAL, name))
 
