@@ -9,8 +9,8 @@ is printed and recorded. Where they went: every process is sampled once a second
 /proc/<pid>/stat and its CPU time charged to its program (kube-apiserver, etcd, lws, kueue, kwok,
 python = pytest and the harness, ...), a control-plane program with the cluster it serves (the
 benchmark's own "main" one or a test's "private" one, from the state directory in its arguments);
-what a process used after its last sample, and processes
-that lived under a second, stay "unattributed". The sampler's own CPU is measured and subtracted.
+what a process used after its last sample, and processes that lived under a second, stay
+"unattributed". The sampler's own CPU is measured and subtracted.
 Every round's requirement verdicts must equal the first round's; the differences are listed.
 Results: benchmarks/results/run-cpu-<date>.json and .md; each round's run directory (timeline,
 verdicts) is kept under reports/run-cpu-<date>/.
@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lws_conformance.providers.components import state_root
+
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "cpu-bench"
 
@@ -41,9 +43,6 @@ def busy_seconds() -> float:
     user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields[:7])
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
-
-sys.path.insert(0, str(ROOT))
-from lws_conformance.providers.components import state_root  # noqa: E402
 
 STATE = re.compile(re.escape(str(state_root())) + r"/([^/\x00]+)/")  # a cluster's state directory in the arguments
 _WHERE: dict[tuple[int, int], str] = {}  # (pid, start time) -> " (main)", " (private)" or ""

@@ -17,6 +17,7 @@ import pytest
 from test_ds_validation import accepted, rejected
 
 from lws_conformance.claims import Claims
+from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import observe
 from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
 
@@ -51,12 +52,16 @@ def _scaler(sc: Scenario, name: str, check: Any = None, condition: str = "exists
     return out
 
 
-def _bound(scaler: Obj) -> bool:
-    """The controller wrote the status for the scaler's current spec (Ready True at its generation)."""
-    st = scaler.get("status") or {}
-    ready = [c for c in st.get("conditions") or [] if c.get("type") == "Ready"]
-    return st.get("observedGeneration") == scaler["metadata"]["generation"] and bool(ready) and (
-        ready[0].get("status") == "True")  # fmt: skip
+def _written(groups: int) -> Any:
+    """Has the controller written the scaler's status for its current spec, with `groups` groups
+    (observedGeneration current, Ready True, replicas `groups`)?"""
+
+    def check(scaler: Obj) -> bool:
+        st = scaler.get("status") or {}
+        return st.get("observedGeneration") == scaler["metadata"]["generation"] and (
+            P.condition(scaler, "Ready") == "True" and st.get("replicas") == groups)  # fmt: skip
+
+    return check
 
 
 def _scale(sc: Scenario, name: str) -> Obj:
@@ -73,8 +78,7 @@ def _check_status(scaler: Obj, set_name: str, role: str, groups: int) -> None:
         f"the role has {groups} group(s)"  # fmt: skip
     assert st.get("selector") == _selector(set_name, role), f"status.selector {st.get('selector')!r}"
     assert st.get("observedGeneration") == scaler["metadata"]["generation"], (st, scaler["metadata"]["generation"])
-    ready = [c for c in st.get("conditions") or [] if c.get("type") == "Ready"]
-    assert ready and ready[0].get("status") == "True", f"Ready condition: {ready}"
+    assert P.condition(scaler, "Ready") == "True", f"Ready condition: {st.get('conditions')}"
 
 
 @pytest.mark.requirement("LWS-DSEXT-001")
@@ -107,8 +111,7 @@ def test_an_external_role_gets_a_scaler_that_drives_its_lws(scenario: Scenario, 
     with claim("LWS-DSEXT-003"):
         assert roles["prefill"]["spec"]["replicas"] == 1, "the role's inline spec.replicas 2 was not ignored"
     with claim("LWS-DSEXT-004"):
-        written = _scaler(sc, "hpa-prefill", lambda s: _bound(s) and (s.get("status") or {}).get("replicas") == 1,
-                          "status written for its spec with the role's 1 group")  # fmt: skip
+        written = _scaler(sc, "hpa-prefill", _written(1), "status written for its spec with the role's 1 group")
         _check_status(written, "hpa", "prefill", 1)
 
     sc.custom.patch_namespaced_custom_object_scale(D.GROUP, D.VERSION, sc.namespace, PLURAL, "hpa-prefill",
@@ -116,8 +119,7 @@ def test_an_external_role_gets_a_scaler_that_drives_its_lws(scenario: Scenario, 
     with claim("LWS-DSEXT-003"):
         D.wait_roles(sc, "hpa", {"prefill": 3, "decode": 1}, "prefill at the 3 groups written to /scale, decode at 1")
     with claim("LWS-DSEXT-004"):
-        after = _scaler(sc, "hpa-prefill", lambda s: _bound(s) and (s.get("status") or {}).get("replicas") == 3,
-                        "status written for the new spec with 3 groups")  # fmt: skip
+        after = _scaler(sc, "hpa-prefill", _written(3), "status written for the new spec with 3 groups")
         _check_status(after, "hpa", "prefill", 3)
         scale = _scale(sc, "hpa-prefill")
         assert (scale.get("status") or {}).get("replicas") == 3, f"/scale status {scale.get('status')}"
@@ -184,7 +186,7 @@ def test_a_scaler_the_user_made_is_neither_adopted_nor_overwritten(scenario: Sce
 
     def conflict(events: list[Obj]) -> Obj | None:
         return next((e for e in events if e.get("type") == "Warning"
-                     and (e.get("involvedObject") or e.get("involved_object") or {}).get("uid")
+                     and (e.get("involvedObject") or {}).get("uid")
                      == ds["metadata"]["uid"] and "own-prefill" in (e.get("message") or "")), None)  # fmt: skip
 
     sc.wait_in_namespace(sc.core.list_namespaced_event, "Events", conflict,
