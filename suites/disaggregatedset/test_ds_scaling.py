@@ -98,8 +98,10 @@ def test_an_external_role_gets_a_scaler_that_drives_its_lws(scenario: Scenario, 
         assert (meta.get("labels") or {}).get(D.SET) == "hpa", meta.get("labels")
         assert (meta.get("labels") or {}).get(D.ROLE) == "prefill", meta.get("labels")
         owners = [r for r in meta.get("ownerReferences") or [] if r.get("controller")]
-        assert [(r["kind"], r["name"], r["uid"]) for r in owners] == [
-            ("DisaggregatedSet", "hpa", ds["metadata"]["uid"])], f"controller owner references: {owners}"  # fmt: skip
+        # the owner's apiVersion too: the garbage collector finds the owner through it
+        assert [(r["apiVersion"], r["kind"], r["name"], r["uid"]) for r in owners] == [
+            (ds["apiVersion"], "DisaggregatedSet", "hpa", ds["metadata"]["uid"])
+        ], f"controller owner references: {owners}"
         assert owners[0].get("blockOwnerDeletion") is True, owners[0]
     with claim("LWS-DSEXT-002"):
         assert first["spec"].get("replicas") == 1, f"a fresh scaler seeded with spec {first['spec']}, expected 1"
