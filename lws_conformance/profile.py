@@ -84,6 +84,9 @@ class Profile:
     node_grace_seconds: int = 40  # timeouts.node_grace_seconds: a silent node's time to NotReady
     private_node_grace_seconds: int = 20  # timeouts.private_node_grace_seconds: the same on private clusters
     snapshots: bool = True  # snapshots: local clusters start from a provisioned-state snapshot
+    kueue_manage_unlabelled: bool = False  # kueue.manage_jobs_without_queue_name
+    # kueue.pods_ready_timeout_seconds and kueue.pods_ready_backoff_base_seconds (None: Kueue's own)
+    kueue_pods_ready: tuple[int, int | None] | None = None
 
     def private(self) -> Profile:
         """This profile as the private clusters run it: their nodes go NotReady after
@@ -200,6 +203,18 @@ def _grace(timeouts: dict[str, Any], key: str, default: int) -> int:
     return grace
 
 
+def _pods_ready(kueue: dict[str, Any]) -> tuple[int, int | None] | None:
+    timeout, backoff = kueue.get("pods_ready_timeout_seconds"), kueue.get("pods_ready_backoff_base_seconds")
+    for key, value in (("pods_ready_timeout_seconds", timeout), ("pods_ready_backoff_base_seconds", backoff)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 86400):
+            raise ValueError(f"kueue.{key} must be null or an integer in 1..86400, got {value!r}")
+    if timeout is None:
+        if backoff is not None:
+            raise ValueError("kueue.pods_ready_backoff_base_seconds needs kueue.pods_ready_timeout_seconds")
+        return None
+    return timeout, backoff
+
+
 def _positive(data: dict[str, Any], key: str) -> int:
     value = data[key]
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -244,6 +259,7 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
     manage = data["kueue"].get("manage_jobs_without_queue_name", False)
     if not isinstance(manage, bool):
         raise ValueError(f"kueue.manage_jobs_without_queue_name must be true or false, got {manage!r}")
+    pods_ready = _pods_ready(data["kueue"])
     scale = data["timeouts"].get("scale", 1.0)
     if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0.1 <= scale <= 100:
         raise ValueError(f"timeouts.scale must be a number in 0.1..100, got {scale!r}")
@@ -271,4 +287,6 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
         node_grace_seconds=grace,
         private_node_grace_seconds=private_grace,
         snapshots=snapshots,
+        kueue_manage_unlabelled=manage,
+        kueue_pods_ready=pods_ready,
     )

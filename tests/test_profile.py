@@ -69,6 +69,29 @@ def test_manage_jobs_without_queue_name_is_a_boolean_that_reaches_kueues_config(
         load_profile("default", ["kueue.manage_jobs_without_queue_name=maybe"])
     assert kueue_config(1, 2, 3, tmp_path, manage_unlabelled=True)["manageJobsWithoutQueueName"] is True
     assert kueue_config(1, 2, 3, tmp_path)["manageJobsWithoutQueueName"] is False
+    assert on.kueue_manage_unlabelled is True and load_profile().kueue_manage_unlabelled is False
+
+
+def test_wait_for_pods_ready_is_off_by_default_and_reaches_kueues_config_when_set(tmp_path: Path) -> None:
+    from lws_conformance.install.controllers import kueue_config
+
+    assert load_profile().kueue_pods_ready is None
+    assert "waitForPodsReady" not in kueue_config(1, 2, 3, tmp_path, pods_ready=None)
+    timed = load_profile("default", ["kueue.pods_ready_timeout_seconds=10"]).kueue_pods_ready
+    assert timed == (10, None)
+    assert kueue_config(1, 2, 3, tmp_path, pods_ready=timed)["waitForPodsReady"] == {"timeout": "10s"}
+    both = load_profile(
+        "default", ["kueue.pods_ready_timeout_seconds=10", "kueue.pods_ready_backoff_base_seconds=2"]
+    ).kueue_pods_ready
+    assert kueue_config(1, 2, 3, tmp_path, pods_ready=both)["waitForPodsReady"] == {
+        "timeout": "10s",
+        "requeuingStrategy": {"backoffBaseSeconds": 2},
+    }
+    for bad in ("0", "true", "ten", "86401"):
+        with pytest.raises(UserError, match="kueue.pods_ready_timeout_seconds must be null or an integer"):
+            load_profile("default", [f"kueue.pods_ready_timeout_seconds={bad}"])
+    with pytest.raises(UserError, match="pods_ready_backoff_base_seconds needs kueue.pods_ready_timeout_seconds"):
+        load_profile("default", ["kueue.pods_ready_backoff_base_seconds=2"])
 
 
 def test_private_clusters_run_their_own_node_grace() -> None:

@@ -30,9 +30,16 @@ def lws_config(webhook_port: int, metrics_port: int, health_port: int, cert_dir:
 
 
 def kueue_config(
-    webhook_port: int, metrics_port: int, health_port: int, cert_dir: Path, manage_unlabelled: bool = False
+    webhook_port: int,
+    metrics_port: int,
+    health_port: int,
+    cert_dir: Path,
+    manage_unlabelled: bool = False,
+    pods_ready: tuple[int, int | None] | None = None,
 ) -> dict[str, Any]:
-    return {
+    """`pods_ready`: waitForPodsReady's timeout and requeuing backoffBaseSeconds (None: Kueue's own);
+    None leaves waitForPodsReady out, so Kueue applies its default."""
+    config: dict[str, Any] = {
         "manageJobsWithoutQueueName": manage_unlabelled,
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -46,6 +53,12 @@ def kueue_config(
         "integrations": {"frameworks": ["batch/job", "leaderworkerset.x-k8s.io/leaderworkerset"]},
         "featureGates": {"VisibilityOnDemand": False},
     }
+    if pods_ready:
+        timeout, backoff = pods_ready
+        config["waitForPodsReady"] = {"timeout": f"{timeout}s"}
+        if backoff is not None:
+            config["waitForPodsReady"]["requeuingStrategy"] = {"backoffBaseSeconds": backoff}
+    return config
 
 
 def write(path: Path, config: dict[str, Any]) -> Path:

@@ -329,7 +329,8 @@ class BootSequence(ClusterState):
                 self.port("kueue-metrics"),
                 self.port("kueue-health"),
                 certs,
-                manage_unlabelled=self.profile.raw["kueue"].get("manage_jobs_without_queue_name") is True,
+                manage_unlabelled=self.profile.kueue_manage_unlabelled,
+                pods_ready=self.profile.kueue_pods_ready,
             ),
         )
         lws = self._launch("lws", [str(bins["lws"]), f"--config={lws_cfg}", f"--kubeconfig={kc}", "--zap-log-level=2"])
