@@ -37,8 +37,8 @@ def kueue_config(
     manage_unlabelled: bool = False,
     pods_ready: tuple[int, int | None] | None = None,
 ) -> dict[str, Any]:
-    """`pods_ready`: waitForPodsReady's timeout and requeuing backoffBaseSeconds (None: Kueue's own);
-    None leaves waitForPodsReady out, so Kueue applies its default."""
+    """`pods_ready`: (timeout, backoffBaseSeconds) of waitForPodsReady, the backoff None for Kueue's
+    own; `pods_ready` None leaves waitForPodsReady out of the configuration (Kueue's default)."""
     config: dict[str, Any] = {
         "manageJobsWithoutQueueName": manage_unlabelled,
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
