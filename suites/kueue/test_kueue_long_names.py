@@ -79,13 +79,12 @@ def test_a_50_character_lws_name_is_admitted_and_runs(scenario: Scenario, unique
     with claim("KUEUE-LONGNAME-002"):
         pods = scenario.pods(K.selector(NAME))
         assert pods, f"no pod of {NAME}"
-        wrong = {
+        carried = {
             p["metadata"]["name"]: (
                 GROUP_NAME in (p["metadata"].get("annotations") or {}),
                 GROUP_NAME in (p["metadata"].get("labels") or {}),
             )
             for p in pods
-            if GROUP_NAME not in (p["metadata"].get("annotations") or {})
-            or GROUP_NAME in (p["metadata"].get("labels") or {})
         }
+        wrong = {pod: how for pod, how in carried.items() if how != (True, False)}
         assert not wrong, f"pods without the {GROUP_NAME} annotation or with the label (annotation, label): {wrong}"

@@ -52,21 +52,18 @@ class _History:
         self.name = name
         self.admitted: Obj | None = None  # the first Admitted=True condition
         self.evicted: Obj | None = None  # the first Evicted=True condition
-        self.evicted_with: Obj | None = None  # the Workload as it was when evicted
         self.released = False  # QuotaReserved not True after the eviction
         self.readmitted: Obj | None = None  # the Workload admitted again after the release
-        self.last: Obj | None = None
 
     def see(self, wls: list[Obj]) -> Obj | None:
         wl = K.by_name(wls).get(self.name)
         if wl is None:
             return None
-        self.last = wl
         admitted, evicted = _condition(wl, "Admitted"), _condition(wl, "Evicted")
         if self.admitted is None and admitted.get("status") == "True":
             self.admitted = admitted
         if self.evicted is None and evicted.get("status") == "True":
-            self.evicted, self.evicted_with = evicted, wl
+            self.evicted = evicted
         if self.evicted is not None and not self.released and P.condition(wl, "QuotaReserved") != "True":
             self.released = True
         if self.released and self.readmitted is None and admitted.get("status") == "True":
@@ -117,7 +114,7 @@ def test_a_group_not_ready_in_time_is_evicted_whole_and_requeued(
         f"{name} evicted, its quota released, then admitted again",
         timeout=TIMEOUT_SECONDS + 4 * BACKOFF_SECONDS + 60,
     )
-    assert history.admitted and history.evicted and history.evicted_with and history.readmitted, vars(history)
+    assert history.admitted and history.evicted and history.readmitted, vars(history)
     with claim("KUEUE-PODSREADY-001"):
         assert history.evicted.get("reason") == "PodsReadyTimeout", f"{name} evicted with {history.evicted}"
         waited = (_at(history.evicted) - _at(history.admitted)).total_seconds()
