@@ -324,6 +324,28 @@ def test_kueue_upgrade_that_changes_nothing_passes() -> None:
     assert P.kueue_upgrade_disturbances(s.events, "l") == []
 
 
+def test_kueue_upgrade_that_first_records_pods_ready_as_it_was_passes() -> None:
+    """Kueue v0.19 tracks PodsReady by default: on its first reconcile it sets PodsReady True on
+    the admitted Workload and False on the held one, which changes nothing that held."""
+    s = _kueue_upgrade_start()
+    s.workload("w0", {"QuotaReserved": "True", "Admitted": "True", "PodsReady": "True"})
+    s.workload("w1", {"QuotaReserved": "False", "PodsReady": "False"})
+    assert P.kueue_upgrade_disturbances(s.events, "l") == []
+
+
+def test_kueue_upgrade_whose_first_pods_ready_disagrees_or_which_flips_it_is_caught() -> None:
+    wrong = _kueue_upgrade_start().workload("w0", {"QuotaReserved": "True", "Admitted": "True", "PodsReady": "False"})
+    assert any("Workload/w0 " in f and "became" in f for f in P.kueue_upgrade_disturbances(wrong.events, "l"))
+    held = _kueue_upgrade_start().workload("w1", {"QuotaReserved": "False", "PodsReady": "True"})
+    assert any("Workload/w1 " in f for f in P.kueue_upgrade_disturbances(held.events, "l"))
+    flipped = _kueue_upgrade_start().workload("w0", {"QuotaReserved": "True", "Admitted": "True", "PodsReady": "True"})
+    flipped.workload("w0", {"QuotaReserved": "True", "Admitted": "True", "PodsReady": "False"})
+    assert any(
+        f.endswith("'False') (uid, QuotaReserved, Admitted, Evicted, PodsReady)")
+        for f in P.kueue_upgrade_disturbances(flipped.events, "l")
+    )
+
+
 def test_kueue_upgrade_that_evicts_ungates_or_renames_is_caught() -> None:
     """Mutant kueue-30: the upgraded Kueue names Workloads differently and makes new ones."""
     evicted = _kueue_upgrade_start().workload("w0", {"QuotaReserved": "False", "Admitted": "False", "Evicted": "True"})
@@ -331,9 +353,7 @@ def test_kueue_upgrade_that_evicts_ungates_or_renames_is_caught() -> None:
     ungated = _kueue_upgrade_start().pod("l-1", 1, 0, ready=False)
     assert any("Pod/l-1 " in f and "became" in f for f in P.kueue_upgrade_disturbances(ungated.events, "l"))
     renamed = _kueue_upgrade_start().workload("w0-new", {"QuotaReserved": "False"}, etype="ADDED")
-    assert P.kueue_upgrade_disturbances(renamed.events, "l") == [
-        "ADDED Workload/w0-new rv 7: a new Workload"
-    ]
+    assert P.kueue_upgrade_disturbances(renamed.events, "l") == ["ADDED Workload/w0-new rv 7: a new Workload"]
     gone = _kueue_upgrade_start().workload("w1", {}, etype="DELETED")
     assert any("deleted" in f for f in P.kueue_upgrade_disturbances(gone.events, "l"))
     assert P.kueue_upgrade_disturbances(Stream().events, "l") == [

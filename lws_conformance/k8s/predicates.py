@@ -484,7 +484,10 @@ def kueue_upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> l
     """KUEUE-UPGRADE-001: while Kueue is replaced, every pod of LWS `lws_name` and every Workload
     of the namespace must stay exactly as the recording found it: no pod deleted, replaced, moved,
     ungated or gated, or changing readiness; no Workload deleted, replaced, or changing its
-    QuotaReserved, Admitted, Evicted or PodsReady condition; nothing new. Returns every disturbance."""
+    QuotaReserved, Admitted, Evicted or PodsReady condition; nothing new. A PodsReady condition set
+    for the first time is no change when it says what already held (True on an admitted Workload,
+    False on one without quota): a newer Kueue that tracks PodsReady by default (v0.19) records it
+    on its first reconcile. Returns every disturbance."""
 
     def mine(e: WatchEvent) -> bool:
         return e.kind == "Workload" or (e.kind == "Pod" and _labels(e.obj).get(NAME_LABEL) == lws_name)
@@ -496,6 +499,14 @@ def kueue_upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> l
         c = _conds(o)
         return (o.get("uid"), *(c.get(k) for k in ("QuotaReserved", "Admitted", "Evicted", "PodsReady")))
 
+    def recorded(e: WatchEvent, before: WatchEvent) -> bool:
+        """Only a first PodsReady that says what already held was written."""
+        if e.kind != "Workload":
+            return False
+        now, was = state(e), state(before)
+        agrees = now[4] == ("True" if now[2] == "True" else "False")
+        return was[4] is None and agrees and now[:4] == was[:4]
+
     start, writes = _against_start(events, mine)
     out = []
     if not any(k == "Workload" for k, _ in start) or not any(k == "Pod" for k, _ in start):
@@ -505,7 +516,7 @@ def kueue_upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> l
             out.append(f"{_ref(e)}: a new {e.kind}")
         elif e.type == "DELETED" or e.obj.get("deleting"):
             out.append(f"{_ref(e)}: deleted")
-        elif state(e) != state(before):
+        elif state(e) != state(before) and not recorded(e, before):
             what = "uid, node, gated, Ready" if e.kind == "Pod" else "uid, QuotaReserved, Admitted, Evicted, PodsReady"
             out.append(f"{_ref(e)}: {state(before)} became {state(e)} ({what})")
     return out
