@@ -19,7 +19,9 @@ from mk_helpers import MultiKueue, Worker
 
 from lws_conformance import workloads
 from lws_conformance.claims import Claims
+from lws_conformance.errors import WaitTimeout
 from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.client import to_dict
 from lws_conformance.k8s.wait import observe, wait_for
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION
@@ -247,3 +249,44 @@ def test_lost_worker_is_reported_and_its_lws_kept(
 
 def _states(ws: list[Obj]) -> dict[str, tuple[bool, str | None]]:
     return {n: (K.admitted(w), (w.get("status") or {}).get("clusterName")) for n, w in K.by_name(ws).items()}
+
+
+LONG_NAME = "long-" + "n" * 45  # 50 characters: the group Workload's name is 74, past a label value's 63
+GROUP_NAME = "kueue.x-k8s.io/pod-group-name"  # Kueue's pod-group label and annotation key
+
+
+@pytest.mark.requirement("KUEUE-MK-009")
+def test_lws_with_a_50_character_name_is_dispatched_and_runs(
+    multikueue: MultiKueue, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """One group of two, named with 50 characters: its Workload on the manager
+    (leaderworkerset-<name>-0-<hash>, 74 characters) is admitted with a clusterName, the LWS is
+    copied to that worker and the group runs Ready there, where the pods name their prebuilt
+    Workload. The name is the longest Kueue's own single-cluster e2e test uses."""
+    mk, replicas, size = multikueue, 1, 2
+    mk.queues(unique, _quota(lwsc_cluster, 100), _quota(lwsc_cluster, replicas * size))
+    mk.manager.create(_lws(LONG_NAME, lwsc_cluster, replicas, size))
+    uid = K.lws_uid(mk.manager, LONG_NAME)
+    names = {workloads.lws_workload_name(LONG_NAME, uid, i) for i in range(replicas)}
+    placed = _manager_workloads(mk, uid, _dispatched(names), "the group Admitted with a clusterName")
+    target = next(iter(placed.values()))
+    worker = next(w for w in mk.workers if w.name == target)
+    holders = _holders(mk, LONG_NAME)
+    assert holders == [target], f"LWS {LONG_NAME} copied to workers {holders}; want exactly [{target}]"
+    try:
+        _wait_worker_pods(worker, mk.manager.namespace, K.all_ready(replicas, size), "the group Ready on the worker")
+    except WaitTimeout:
+        # Kueue ungates an admitted group's pods by their pod-group name: pods it never labelled
+        # with one stay at its gate (the single-cluster picture of KUEUE-LONGNAME-001)
+        ns = mk.manager.namespace
+        pods = [
+            to_dict(worker.api, p)
+            for p in worker.core.list_namespaced_pod(ns, label_selector=K.selector(LONG_NAME)).items
+        ]
+        held = sorted(p["metadata"]["name"] for p in pods if P.gated(p) and GROUP_NAME not in p["metadata"]["labels"])
+        if not pods or len(held) < len(pods):
+            raise
+        raise AssertionError(
+            f"{next(iter(names))} dispatched to {target}, but every pod of its group there stays at Kueue's "
+            f"admission gate without the {GROUP_NAME} label: {', '.join(held)}"
+        ) from None
