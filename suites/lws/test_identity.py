@@ -168,14 +168,17 @@ def test_leader_uses_worker_template_without_leader_template(scenario: Scenario)
 
 # -- labels and annotations -------------------------------------------------------------------
 @pytest.mark.requirement("LWS-LABEL-001")
-def test_labels_and_annotations_follow_the_inventory(scenario: Scenario) -> None:
+@pytest.mark.parametrize(("replicas", "size"), [(2, 3), (11, 2), (1, 12)], ids=["r2-s3", "r11-s2", "r1-s12"])
+def test_labels_and_annotations_follow_the_inventory(scenario: Scenario, replicas: int, size: int) -> None:
     """Every label and annotation key of leaderworkerset_types.go@v0.9.0 that a Shared LWS without
     subgroups carries, with its value.
 
     Selectors, Services, HPA and Kueue all key on these, so the values are checked exactly:
     group-key is recomputed as sha1("<ns>/<L-i>") and the revision hash must agree everywhere.
+    The group and worker indices are read from pod-name ordinals, so two cases have one of two
+    digits: group 10 (11 groups) and workers 10 and 11 (a group of 12).
     """
-    name, replicas, size = "lbl", 2, 3
+    name = "lbl"
     ns = scenario.namespace
     pods, sts = _bring_up(scenario, _lws(name, replicas=replicas, size=size))
 
