@@ -25,6 +25,7 @@ KUEUE_API = f"{workloads.KUEUE_GROUP}/{workloads.KUEUE_VERSION}"
 JOB_UID = "kueue.x-k8s.io/job-uid"
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 OBSERVE_SECONDS = 5.0  # "must never happen" windows: several Kueue scheduling cycles (it requeues within ~1 s)
+GROUP_NAME = "kueue.x-k8s.io/pod-group-name"  # Kueue's pod-group label and annotation key
 QUEUE = "lq"  # LocalQueue name in the test namespace (never `default`: that captures unlabelled LWS)
 
 
@@ -322,3 +323,14 @@ def one_pod_group_refused(
                 f"{', '.join(fits)} have a node with {worker_gpus} or more {gpu} free for its one worker"
             )
     return None
+
+
+def stuck_without_group_name(pods: list[dict[str, Any]], what: str) -> AssertionError | None:
+    """Kueue ungates an admitted group's pods by their pod-group name, so pods it never labelled
+    with one stay at its gate: the failure saying so (`what` says which group, and where) when
+    every pod of `pods` is gated without the GROUP_NAME label, else None (no pods, or another
+    picture, which the caller's own timeout describes better)."""
+    held = sorted(p["metadata"]["name"] for p in pods if P.gated(p) and GROUP_NAME not in p["metadata"]["labels"])
+    if not pods or len(held) < len(pods):
+        return None
+    return AssertionError(f"{what} stays at Kueue's admission gate without the {GROUP_NAME} label: {', '.join(held)}")

@@ -15,14 +15,13 @@ import pytest
 
 from lws_conformance import workloads
 from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import WaitTimeout
 from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 NAME = "long-" + "n" * 45  # 50 characters
-GROUP_NAME = "kueue.x-k8s.io/pod-group-name"  # Kueue's pod-group label and annotation key
+GROUP_NAME = K.GROUP_NAME
 
 
 def _first_create(events: list[Obj]) -> Obj | None:
@@ -64,18 +63,12 @@ def test_a_50_character_lws_name_is_admitted_and_runs(scenario: Scenario, unique
         try:
             scenario.wait_pods(K.all_ready(1, 2), "both pods of the group Ready", selector=K.selector(NAME))
         except WaitTimeout:
-            # Kueue ungates an admitted group's pods by their pod-group name: pods it never
-            # labelled with one stay at its gate
-            pods = scenario.pods(K.selector(NAME))
-            held = sorted(
-                p["metadata"]["name"] for p in pods if P.gated(p) and GROUP_NAME not in p["metadata"]["labels"]
+            stuck = K.stuck_without_group_name(
+                scenario.pods(K.selector(NAME)), f"{name} admitted, but every pod of its group"
             )
-            if not pods or len(held) < len(pods):
+            if stuck is None:
                 raise
-            raise AssertionError(
-                f"{name} admitted, but every pod of its group stays at Kueue's admission gate without "
-                f"the {GROUP_NAME} label: {', '.join(held)}"
-            ) from None
+            raise stuck from None
     with claim("KUEUE-LONGNAME-002"):
         pods = scenario.pods(K.selector(NAME))
         assert pods, f"no pod of {NAME}"

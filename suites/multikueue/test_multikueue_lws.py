@@ -252,7 +252,6 @@ def _states(ws: list[Obj]) -> dict[str, tuple[bool, str | None]]:
 
 
 LONG_NAME = "long-" + "n" * 45  # 50 characters: the group Workload's name is 74, past a label value's 63
-GROUP_NAME = "kueue.x-k8s.io/pod-group-name"  # Kueue's pod-group label and annotation key
 
 
 @pytest.mark.requirement("KUEUE-MK-009")
@@ -276,17 +275,12 @@ def test_lws_with_a_50_character_name_is_dispatched_and_runs(
     try:
         _wait_worker_pods(worker, mk.manager.namespace, K.all_ready(replicas, size), "the group Ready on the worker")
     except WaitTimeout:
-        # Kueue ungates an admitted group's pods by their pod-group name: pods it never labelled
-        # with one stay at its gate (the single-cluster picture of KUEUE-LONGNAME-001)
         ns = mk.manager.namespace
-        pods = [
-            to_dict(worker.api, p)
-            for p in worker.core.list_namespaced_pod(ns, label_selector=K.selector(LONG_NAME)).items
-        ]
-        held = sorted(p["metadata"]["name"] for p in pods if P.gated(p) and GROUP_NAME not in p["metadata"]["labels"])
-        if not pods or len(held) < len(pods):
+        found = worker.core.list_namespaced_pod(ns, label_selector=K.selector(LONG_NAME)).items
+        stuck = K.stuck_without_group_name(
+            [to_dict(worker.api, p) for p in found],
+            f"{next(iter(names))} dispatched to {target}, but every pod of its group there",
+        )
+        if stuck is None:
             raise
-        raise AssertionError(
-            f"{next(iter(names))} dispatched to {target}, but every pod of its group there stays at Kueue's "
-            f"admission gate without the {GROUP_NAME} label: {', '.join(held)}"
-        ) from None
+        raise stuck from None
