@@ -499,13 +499,10 @@ def kueue_upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> l
         c = _conds(o)
         return (o.get("uid"), *(c.get(k) for k in ("QuotaReserved", "Admitted", "Evicted", "PodsReady")))
 
-    def recorded(e: WatchEvent, before: WatchEvent) -> bool:
+    def recorded(kind: str, now: Any, was: Any) -> bool:
         """Only a first PodsReady that says what already held was written."""
-        if e.kind != "Workload":
-            return False
-        now, was = state(e), state(before)
-        agrees = now[4] == ("True" if now[2] == "True" else "False")
-        return was[4] is None and agrees and now[:4] == was[:4]
+        agrees = kind == "Workload" and now[4] == ("True" if now[2] == "True" else "False")
+        return agrees and was[4] is None and now[:4] == was[:4]
 
     start, writes = _against_start(events, mine)
     out = []
@@ -516,9 +513,9 @@ def kueue_upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> l
             out.append(f"{_ref(e)}: a new {e.kind}")
         elif e.type == "DELETED" or e.obj.get("deleting"):
             out.append(f"{_ref(e)}: deleted")
-        elif state(e) != state(before) and not recorded(e, before):
+        elif (now := state(e)) != (was := state(before)) and not recorded(e.kind, now, was):
             what = "uid, node, gated, Ready" if e.kind == "Pod" else "uid, QuotaReserved, Admitted, Evicted, PodsReady"
-            out.append(f"{_ref(e)}: {state(before)} became {state(e)} ({what})")
+            out.append(f"{_ref(e)}: {was} became {now} ({what})")
     return out
 
 

@@ -21,7 +21,6 @@ from lws_conformance.scenario import Scenario
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 NAME = "long-" + "n" * 45  # 50 characters
-GROUP_NAME = K.GROUP_NAME
 
 
 def _first_create(events: list[Obj]) -> Obj | None:
@@ -74,10 +73,10 @@ def test_a_50_character_lws_name_is_admitted_and_runs(scenario: Scenario, unique
         assert pods, f"no pod of {NAME}"
         carried = {
             p["metadata"]["name"]: (
-                GROUP_NAME in (p["metadata"].get("annotations") or {}),
-                GROUP_NAME in (p["metadata"].get("labels") or {}),
+                K.GROUP_NAME in (p["metadata"].get("annotations") or {}),
+                K.GROUP_NAME in (p["metadata"].get("labels") or {}),
             )
             for p in pods
         }
         wrong = {pod: how for pod, how in carried.items() if how != (True, False)}
-        assert not wrong, f"pods without the {GROUP_NAME} annotation or with the label (annotation, label): {wrong}"
+        assert not wrong, f"pods without the {K.GROUP_NAME} annotation or with the label (annotation, label): {wrong}"
