@@ -155,6 +155,25 @@ def describe_tree(path: Path) -> str | None:
     return f"{version}{'.dirty' if '+' in version else '+dirty'}" if dirty else version
 
 
+def replacement(key: str, module: str, spec: str) -> str:
+    """A `build.go_replace` target -> what a go.mod `replace` line points at: a module version
+    (`v1.6.2`) as it is, a git `DIR@REF` exported into the cache (its absolute path), or an
+    existing directory (its absolute path). `key` names the setting in every error."""
+    if TAG.match(spec):
+        return spec
+    path, ref = split(spec)
+    if ref is not None:
+        if not is_git(path):
+            raise UserError(f"{key}: {module}={spec}: {path} is not a git repository; give DIR@REF with a git DIR")
+        commit = commit_of(path, ref, key)
+        return str(export(path, commit, module.rsplit("/", 1)[-1], version_at(path, commit, ref)))
+    if not (path / "go.mod").is_file():
+        raise UserError(
+            f"{key}: {module}={spec} is neither a version (v1.2.3), a git DIR@REF nor a directory with a go.mod"
+        )
+    return str(path.resolve())
+
+
 def resolve(component: str, spec: str, declared: str, explicit: bool) -> Resolved:
     """`sources.<component>` -> the tree to build and its real version (module docstring)."""
     key = f"sources.{component}"

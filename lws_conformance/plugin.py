@@ -47,7 +47,8 @@ MARKERS = (
     "requirement(id): the catalogue requirement this test proves",
     "cluster: needs a running cluster (the local one is brought up on demand)",
     "xdist_group(name): run these tests on one xdist worker (--dist=loadgroup; inert on pytest 9.2, pytest-xdist#1386)",
-    "alone: disturbs the whole shared cluster; on kind and existing clusters no other test runs meanwhile",
+    "alone: disturbs the whole shared cluster; on kind and existing clusters (and on the MultiKueue clusters) "
+    "no other test runs meanwhile",
     "exclusive(name): tests with the same name never run at the same time, on any worker (a lock held "
     "from setup to teardown)",
     "private_cluster(*settings): KEY=VALUE profile settings of this test's private cluster (e.g. "
@@ -257,7 +258,9 @@ def _exclusive(request: pytest.FixtureRequest, run_id: str) -> Iterator[None]:
 
     `@pytest.mark.alone`: the test disturbs the whole shared cluster (it deletes a controller's
     pod), so on kind and existing clusters it runs while no other test of the run uses that cluster
-    (`shared_cluster_turn`). The local provider's disturbing tests use private clusters instead."""
+    (`shared_cluster_turn`). The local provider's disturbing tests use private clusters instead.
+    The MultiKueue clusters are shared by every test of the `multikueue` fixture on any provider,
+    so there an `alone` test (it stops a worker's kube-apiserver) takes the same turn over them."""
     with ExitStack() as stack:
         mark = request.node.get_closest_marker("exclusive")
         if mark is not None:
@@ -265,6 +268,9 @@ def _exclusive(request: pytest.FixtureRequest, run_id: str) -> Iterator[None]:
         if "scenario" in request.fixturenames and request.getfixturevalue("lwsc_cluster").provider != "local":
             alone = request.node.get_closest_marker("alone") is not None
             stack.enter_context(shared_cluster_turn(run_id, alone))
+        if "multikueue" in request.fixturenames:
+            alone = request.node.get_closest_marker("alone") is not None
+            stack.enter_context(shared_cluster_turn(f"{run_id}-multikueue", alone))
         yield
 
 

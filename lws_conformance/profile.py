@@ -18,6 +18,7 @@ import yaml
 
 from . import resources
 from .errors import UserError
+from .gitsource import replacement
 from .gitsource import resolve as resolve_source
 
 PROFILES_DIR = resources.fixtures() / "profiles"
@@ -87,6 +88,9 @@ class Profile:
     kueue_manage_unlabelled: bool = False  # kueue.manage_jobs_without_queue_name
     # kueue.pods_ready_timeout_seconds and kueue.pods_ready_backoff_base_seconds (None: Kueue's own)
     kueue_pods_ready: tuple[int, int | None] | None = None
+    # build.go_replace.<component>: module -> version or absolute directory, a go.mod replace line
+    # each in that component's build (a dependency the module proxy does not serve)
+    go_replace: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
 
     def private(self) -> Profile:
         """This profile as the private clusters run it: their nodes go NotReady after
@@ -101,7 +105,8 @@ class Profile:
 
     def upgrade_start(self, component: str, version: str) -> Profile:
         """This profile with `component` at module version `version` (no source, no binary override,
-        `component` not coverage-instrumented: coverage counts the versions under test only)."""
+        no go_replace, `component` not coverage-instrumented: coverage counts the versions under
+        test only)."""
         build = self.raw.get("build") or {}
         covered = build.get("coverage")
         kept = [c for c in (("lws", "kueue") if covered is True else covered or []) if c != component]
@@ -112,6 +117,7 @@ class Profile:
             sources={**self.sources, component: None},
             binaries={**self.binaries, component: None},
             raw=raw,
+            go_replace={c: r for c, r in self.go_replace.items() if c != component},
         )
 
 
@@ -215,6 +221,22 @@ def _pods_ready(kueue: dict[str, Any]) -> tuple[int, int | None] | None:
     return timeout, backoff
 
 
+def _go_replace(build: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """build.go_replace.<component>: a list of `module=target` (`lwsc --set
+    build.go_replace.kueue=[sigs.k8s.io/lws=DIR@v0.10.0]`); targets resolved once, here."""
+    out: dict[str, dict[str, str]] = {}
+    for comp, items in (build.get("go_replace") or {}).items():
+        key = f"build.go_replace.{comp}"
+        if not isinstance(items, list):
+            raise ValueError(f"{key} must be a list of module=target, got {items!r}")
+        for item in items:
+            module, _, target = str(item).partition("=")
+            if not module.strip() or not target.strip() or "." not in module.split("/")[0]:
+                raise ValueError(f"{key}: {item!r} must look like example.com/module=v1.2.3 (or =DIR, =DIR@REF)")
+            out.setdefault(comp, {})[module.strip()] = replacement(key, module.strip(), target.strip())
+    return out
+
+
 def _positive(data: dict[str, Any], key: str) -> int:
     value = data[key]
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -289,4 +311,5 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
         snapshots=snapshots,
         kueue_manage_unlabelled=manage,
         kueue_pods_ready=pods_ready,
+        go_replace=_go_replace(data.get("build") or {}),
     )

@@ -124,3 +124,39 @@ def test_cli_bad_ref_exits_2_with_one_line(repo: Path, capsys: pytest.CaptureFix
     assert main(["--name", "h16-unit", "--set", f"sources.lws={repo}@nope", "build"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'nope' is not a tag, branch or commit" in err[0]
+
+
+def test_go_replace_targets_are_resolved_once_in_the_profile(repo: Path, tmp_path: Path) -> None:
+    """build.go_replace.<c>: a version stays a version, DIR@REF is exported (keyed by commit), a
+    directory with a go.mod is made absolute; the upgrade's start version drops them."""
+    plain = tmp_path / "ray"
+    plain.mkdir()
+    (plain / "go.mod").write_text("module github.com/ray-project/kuberay/ray-operator\n")
+    items = f"[sigs.k8s.io/lws={repo}@v0.10.0,example.com/a=v1.6.2,example.com/b={plain}]"
+    p = load_profile("default", [f"build.go_replace.kueue={items}"])
+    lws_dir = p.go_replace["kueue"]["sigs.k8s.io/lws"]
+    assert lws_dir.endswith("lws-" + _git(repo, "rev-parse", "v0.10.0^{commit}")[:12]) and Path(lws_dir).is_dir()
+    assert p.go_replace["kueue"]["example.com/a"] == "v1.6.2"
+    assert p.go_replace["kueue"]["example.com/b"] == str(plain.resolve())
+    assert "kueue" not in p.upgrade_start("kueue", "v0.17.0").go_replace
+    assert p.upgrade_start("lws", "v0.8.0").go_replace == p.go_replace
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("[sigs.k8s.io/lws]", "must look like example.com/module=v1.2.3"),
+        ("sigs.k8s.io/lws=v0.10.0", "must be a list of module=target"),
+        ("[sigs.k8s.io/lws=/nowhere]", "is neither a version (v1.2.3), a git DIR@REF nor a directory with a go.mod"),
+        ("[sigs.k8s.io/lws={repo}@nope]", "'nope' is not a tag, branch or commit"),
+    ],
+)
+def test_bad_go_replace_is_one_line_naming_the_setting(repo: Path, value: str, message: str) -> None:
+    with pytest.raises(UserError) as err:
+        load_profile("default", [f"build.go_replace.kueue={value.format(repo=repo)}"])
+    assert message in str(err.value) and "build.go_replace.kueue" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_go_replace_of_an_unknown_component_is_refused() -> None:
+    with pytest.raises(UserError, match="unknown profile key 'build.go_replace.kwok'"):
+        load_profile("default", ["build.go_replace.kwok=[example.com/a=v1.0.0]"])

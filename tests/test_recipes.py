@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from lws_conformance.errors import UserError
+from lws_conformance.toolchain import cache
 from lws_conformance.toolchain.recipes import RECIPES, kubernetes_staging_replaces, ldflags, wrapper_go_mod
 
 GO_MOD = """module k8s.io/kubernetes
@@ -40,3 +44,27 @@ def test_wrapper_for_a_local_source_replaces_the_module() -> None:
 def test_wrapper_for_a_module_version() -> None:
     text = wrapper_go_mod(RECIPES["kueue"], "v0.17.0", {}, None)
     assert "require sigs.k8s.io/kueue v0.17.0" in text and "replace" not in text
+
+
+def test_wrapper_replaces_dependencies_with_versions_and_directories() -> None:
+    text = wrapper_go_mod(
+        RECIPES["kueue"], "v0.0.0", {"sigs.k8s.io/lws": "/c/src/lws-1", "example.com/a": "v1.6.2"}, "/k"
+    )
+    assert (
+        "replace sigs.k8s.io/lws => /c/src/lws-1\n" in text
+        and "replace example.com/a => example.com/a v1.6.2\n" in text
+    )
+
+
+def test_a_component_cannot_replace_its_own_module() -> None:
+    with pytest.raises(UserError, match=r"build.go_replace.kueue replaces sigs.k8s.io/kueue itself; use sources.kueue"):
+        wrapper_go_mod(RECIPES["kueue"], "v0.17.0", {"sigs.k8s.io/kueue": "v0.18.0"}, None)
+
+
+def test_replaced_builds_are_cached_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LWSC_CACHE_DIR", str(tmp_path))
+    plain = cache.bin_dir("kueue", "v0.17.0", "/src/k")
+    one = cache.bin_dir("kueue", "v0.17.0", "/src/k", replace={"example.com/a": "v1.6.2"})
+    other = cache.bin_dir("kueue", "v0.17.0", "/src/k", replace={"example.com/a": "v1.6.1"})
+    assert len({plain, one, other}) == 3 and one.name.startswith(plain.name + "-r")
+    assert cache.bin_dir("kueue", "v0.17.0", "/src/k", replace={}) == plain

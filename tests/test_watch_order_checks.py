@@ -333,6 +333,21 @@ def test_kueue_upgrade_that_first_records_pods_ready_as_it_was_passes() -> None:
     assert P.kueue_upgrade_disturbances(s.events, "l") == []
 
 
+def test_kueue_upgrade_that_first_records_the_held_workload_not_admitted_passes() -> None:
+    """Kueue main writes Admitted False, then PodsReady False, on the held Workload at its first
+    reconcile (recorded 2026-12-03, v0.17.0 -> v0.20.0-devel+main.377@ff69552)."""
+    s = _kueue_upgrade_start().workload("w1", {"QuotaReserved": "False", "Admitted": "False"})
+    s.workload("w1", {"QuotaReserved": "False", "Admitted": "False", "PodsReady": "False"})
+    assert P.kueue_upgrade_disturbances(s.events, "l") == []
+
+
+def test_kueue_upgrade_that_admits_the_held_workload_or_unadmits_the_admitted_one_is_caught() -> None:
+    admitted = _kueue_upgrade_start().workload("w1", {"QuotaReserved": "False", "Admitted": "True"})
+    assert any("Workload/w1 " in f and "became" in f for f in P.kueue_upgrade_disturbances(admitted.events, "l"))
+    dropped = _kueue_upgrade_start().workload("w0", {"QuotaReserved": "True", "Admitted": "False"})
+    assert any("Workload/w0 " in f and "became" in f for f in P.kueue_upgrade_disturbances(dropped.events, "l"))
+
+
 def test_kueue_upgrade_whose_first_pods_ready_disagrees_or_which_flips_it_is_caught() -> None:
     wrong = _kueue_upgrade_start().workload("w0", {"QuotaReserved": "True", "Admitted": "True", "PodsReady": "False"})
     assert any("Workload/w0 " in f and "became" in f for f in P.kueue_upgrade_disturbances(wrong.events, "l"))

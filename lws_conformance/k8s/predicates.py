@@ -484,10 +484,11 @@ def kueue_upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> l
     """KUEUE-UPGRADE-001: while Kueue is replaced, every pod of LWS `lws_name` and every Workload
     of the namespace must stay exactly as the recording found it: no pod deleted, replaced, moved,
     ungated or gated, or changing readiness; no Workload deleted, replaced, or changing its
-    QuotaReserved, Admitted, Evicted or PodsReady condition; nothing new. A PodsReady condition set
-    for the first time is no change when it says what already held (True on an admitted Workload,
-    False on one without quota): a newer Kueue that tracks PodsReady by default (v0.19) records it
-    on its first reconcile. Returns every disturbance."""
+    QuotaReserved, Admitted, Evicted or PodsReady condition; nothing new. A condition set for the
+    first time is no change when it says what already held: PodsReady True on an admitted Workload
+    and False on one that is not (a Kueue that tracks PodsReady by default, v0.19, records it on
+    its first reconcile), Admitted False on one that is not admitted (Kueue main writes it there).
+    Returns every disturbance."""
 
     def mine(e: WatchEvent) -> bool:
         return e.kind == "Workload" or (e.kind == "Pod" and _labels(e.obj).get(NAME_LABEL) == lws_name)
@@ -500,9 +501,11 @@ def kueue_upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> l
         return (o.get("uid"), *(c.get(k) for k in ("QuotaReserved", "Admitted", "Evicted", "PodsReady")))
 
     def recorded(kind: str, now: Any, was: Any) -> bool:
-        """Only a first PodsReady that says what already held was written."""
-        agrees = kind == "Workload" and now[4] == ("True" if now[2] == "True" else "False")
-        return agrees and was[4] is None and now[:4] == was[:4]
+        """Only first Admitted / PodsReady conditions that say what already held were written."""
+        if kind != "Workload" or now[:2] != was[:2] or now[3] != was[3]:  # uid, QuotaReserved, Evicted
+            return False
+        held = "True" if was[2] == "True" else "False"  # admitted before, or not
+        return all(now[i] == was[i] or (was[i] is None and now[i] == held) for i in (2, 4))
 
     start, writes = _against_start(events, mine)
     out = []

@@ -569,7 +569,9 @@ class KindCluster:
         given = self.profile.binaries.get(name)
         if given:
             return Path(given)
-        return build(component, self.profile.versions[component], self.profile.sources.get(component), progress) / name
+        p = self.profile
+        replace = p.go_replace.get(component)
+        return build(component, p.versions[component], p.sources.get(component), progress, replace=replace) / name
 
     def _node_inputs(self, progress: Progress) -> nodeimage.NodeInputs:
         s = self.settings
@@ -714,10 +716,10 @@ class KindCluster:
             self.execute(Cmd(delete, "remove the leftover cluster"))
             return
         raise UserError(
-                f"a kind cluster named '{self.name}' already exists on {engine.describe()} and was not brought up "
-                f"with this state ({self.state_dir}): choose another --name, or, if it is what an interrupted "
-                f"`lwsc up` left, remove it with `lwsc --profile kind down --name {self.name}`"
-            )
+            f"a kind cluster named '{self.name}' already exists on {engine.describe()} and was not brought up "
+            f"with this state ({self.state_dir}): choose another --name, or, if it is what an interrupted "
+            f"`lwsc up` left, remove it with `lwsc --profile kind down --name {self.name}`"
+        )
 
     def _real_capacity(self) -> Topology:
         """The profile's topology with the workers' real allocatable cpu, memory and pods: a kind

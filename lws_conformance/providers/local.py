@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import yaml
+from kubernetes.client import ApiextensionsV1Api
 
 from ..errors import InfraError, UserError
 from ..install import pki
@@ -113,7 +114,17 @@ class LocalCluster(BootSequence):
         argv_file = self.dir / "argv" / f"{component}.yaml"
         argv = yaml.safe_load(argv_file.read_text())
         rec = process.start(component, argv, self.log(component), self.pid_dir, env=self.coverage_env(component))
-        self._wait_component(rec, time.monotonic() + self.profile.ready_seconds)
+        deadline = time.monotonic() + self.profile.ready_seconds
+        self._wait_component(rec, deadline)
+        if component == "kube-apiserver":
+            # /readyz can pass before the CRDs' paths are installed again (their requests get 503
+            # "the request has been made before all known HTTP paths have been installed")
+            api = api_client(self.kubeconfig)
+            try:
+                crds = api.sanitize_for_serialization(ApiextensionsV1Api(api).list_custom_resource_definition())
+                self._wait_crds(api, crds["items"], deadline)
+            finally:
+                api.close()
 
     def replace_controller(self, component: str, to: Profile, progress: Progress) -> None:
         """In-place upgrade (or downgrade) of the `component` controller ("lws" or "kueue") to

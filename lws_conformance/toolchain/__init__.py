@@ -8,7 +8,7 @@ from ..errors import UserError
 from ..profile import Profile
 from . import cache, diskspace, download
 from .gobuild import Progress, build, module_dir, module_download
-from .recipes import COVERAGE_COMPONENTS, RECIPES
+from .recipes import COVERAGE_COMPONENTS, RECIPES, check_replace
 
 __all__ = ["coverage_dir", "covered", "ensure_binaries", "manifests_dir", "missing"]
 
@@ -38,9 +38,12 @@ def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
     """
     missing = []
     for component, recipe in RECIPES.items():
+        check_replace(recipe, profile.go_replace.get(component, {}))
+    for component, recipe in RECIPES.items():
         needed = not all(profile.binaries.get(b) for b in recipe.binaries)
         version, source = profile.versions[component], profile.sources.get(component)
-        entry = cache.bin_dir(component, version, coverage=covered(profile, component))
+        replace = profile.go_replace.get(component)
+        entry = cache.bin_dir(component, version, coverage=covered(profile, component), replace=replace)
         cached = entry.is_dir() and cache.damaged(entry, recipe.binaries) is None
         if needed and not source and not cached:
             missing.append(component)
@@ -65,6 +68,7 @@ def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
             profile.sources.get(component),
             progress,
             coverage=covered(profile, component),
+            replace=profile.go_replace.get(component),
         )
         for name in recipe.binaries:
             override = overrides[name]
@@ -79,7 +83,8 @@ def missing(profile: Profile) -> list[str]:
         if all(profile.binaries.get(b) for b in recipe.binaries):
             continue
         version = profile.versions[component]
-        directory = cache.bin_dir(component, version, profile.sources.get(component), covered(profile, component))
+        source, replace = profile.sources.get(component), profile.go_replace.get(component)
+        directory = cache.bin_dir(component, version, source, covered(profile, component), replace)
         if not all((directory / b).is_file() for b in recipe.binaries):
             todo.append(f"{component} {version}")
     return todo

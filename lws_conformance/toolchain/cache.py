@@ -13,7 +13,7 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -30,8 +30,18 @@ def source_key(source: str) -> str:
 COVER_SUFFIX = "-cover"  # a coverage-instrumented build (profile key build.coverage) beside the plain one
 
 
-def bin_dir(component: str, version: str, source: str | None = None, coverage: bool = False) -> Path:
+def bin_dir(
+    component: str,
+    version: str,
+    source: str | None = None,
+    coverage: bool = False,
+    replace: Mapping[str, str] | None = None,
+) -> Path:
+    """A build's cache entry; `replace` (build.go_replace of the component) keys it apart."""
     key = source_key(source) if source else version
+    if replace:
+        lines = "\n".join(f"{m} {t}" for m, t in sorted(replace.items()))
+        key += "-r" + hashlib.sha256(lines.encode()).hexdigest()[:8]
     return cache_root() / "bin" / component / (key + COVER_SUFFIX if coverage else key)
 
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..errors import InfraError, UserError
@@ -150,17 +150,30 @@ def _packages_seen(component: str, count: int | None = None) -> int | None:
     return stats.get(component, COLD_PACKAGES.get(component))
 
 
-def build(component: str, version: str, source: str | None, progress: Progress, coverage: bool = False) -> Path:
+def build(
+    component: str,
+    version: str,
+    source: str | None,
+    progress: Progress,
+    coverage: bool = False,
+    replace: Mapping[str, str] | None = None,
+) -> Path:
     """Build (or reuse from cache) one component; returns the directory with its binaries.
     `coverage`: instrumented for Go coverage (`recipes.cover_flags`), cached apart from the plain
-    build."""
+    build. `replace`: build.go_replace of the component (module -> version or directory)."""
     recipe: Recipe = ALL_RECIPES[component]
-    out = cache.bin_dir(component, version, source, coverage)
+    replace = dict(replace or {})
+    out = cache.bin_dir(component, version, source, coverage, replace)
     key = out.name
     with cache.locked(f"{component}-{key}"):
-        # A module version, or a git snapshot (immutable: keyed by commit), is built once.
-        snapshot = bool(source) and Path(str(source)).resolve().parent == (cache.cache_root() / "src").resolve()
-        if (not source or snapshot) and out.is_dir():
+        # A module version, or a git snapshot (immutable: keyed by commit), is built once; so is
+        # a build whose replaced modules are versions or snapshots.
+        snapshots = (cache.cache_root() / "src").resolve()
+
+        def immutable(tree: str | None) -> bool:
+            return not tree or not tree.startswith("/") or Path(tree).resolve().parent == snapshots
+
+        if immutable(source) and all(immutable(t) for t in replace.values()) and out.is_dir():
             wrong = cache.damaged(out, recipe.binaries)
             if wrong is None:
                 return out
@@ -176,7 +189,7 @@ def build(component: str, version: str, source: str | None, progress: Progress, 
             replaces = kubernetes_staging_replaces(Path(go_mod_path).read_text(), version)
         elif not source:
             module_download(recipe.module, version)
-        (work / "go.mod").write_text(wrapper_go_mod(recipe, version, replaces, source))
+        (work / "go.mod").write_text(wrapper_go_mod(recipe, version, {**replaces, **replace}, source))
         (work / "tools.go").write_text(tools_go(recipe))
         (work / "go.sum").unlink(missing_ok=True)
         label = f"{component} {source or version}{' (coverage)' if coverage else ''}"

@@ -8,7 +8,10 @@ start-up when the apiserver's /version is not valid semver.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from ..errors import UserError
 
 
 @dataclass(frozen=True)
@@ -117,14 +120,24 @@ def cover_flags(recipe: Recipe) -> list[str]:
     return ["-cover", "-covermode=atomic", f"-coverpkg={recipe.module}/..."]
 
 
-def wrapper_go_mod(recipe: Recipe, version: str, replaces: dict[str, str], source: str | None) -> str:
+def check_replace(recipe: Recipe, replaces: Mapping[str, str]) -> None:
+    """A component's go_replace may not replace its own module: that is what sources.<c> does."""
+    if recipe.module in replaces:
+        raise UserError(
+            f"build.go_replace.{recipe.component} replaces {recipe.module} itself; use sources.{recipe.component}"
+        )
+
+
+def wrapper_go_mod(recipe: Recipe, version: str, replaces: Mapping[str, str], source: str | None) -> str:
     """go.mod of the throw-away module that builds `recipe` (replace lines in deps are ignored,
-    so wrapping is what lets `go build` accept etcd and kubernetes)."""
+    so wrapping is what lets `go build` accept etcd and kubernetes). `replaces`: module -> a
+    version, or an absolute directory."""
     lines = [f"module local/lwsc-build/{recipe.component}", "", "go 1.26.0", ""]
     lines.append(f"require {recipe.module} {'v0.0.0' if source else version}")
     lines.append("")
-    for mod, ver in replaces.items():
-        lines.append(f"replace {mod} => {mod} {ver}")
+    check_replace(recipe, replaces)
+    for mod, target in replaces.items():
+        lines.append(f"replace {mod} => {target}" if target.startswith("/") else f"replace {mod} => {mod} {target}")
     if source:
         lines.append(f"replace {recipe.module} => {source}")
     return "\n".join(lines) + "\n"

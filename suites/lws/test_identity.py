@@ -167,59 +167,93 @@ def test_leader_uses_worker_template_without_leader_template(scenario: Scenario)
 
 
 # -- labels and annotations -------------------------------------------------------------------
+@pytest.mark.requirement("LWS-LABEL-003")
 @pytest.mark.requirement("LWS-LABEL-001")
 @pytest.mark.parametrize(("replicas", "size"), [(2, 3), (11, 2), (1, 12)], ids=["r2-s3", "r11-s2", "r1-s12"])
-def test_labels_and_annotations_follow_the_inventory(scenario: Scenario, replicas: int, size: int) -> None:
+def test_labels_and_annotations_follow_the_inventory(
+    scenario: Scenario, claim: Claims, replicas: int, size: int
+) -> None:
     """Every label and annotation key of leaderworkerset_types.go@v0.9.0 that a Shared LWS without
     subgroups carries, with its value.
 
-    Selectors, Services, HPA and Kueue all key on these, so the values are checked exactly:
-    group-key is recomputed as sha1("<ns>/<L-i>") and the revision hash must agree everywhere.
-    The group and worker indices are read from pod-name ordinals, so two cases have one of two
-    digits: group 10 (11 groups) and workers 10 and 11 (a group of 12).
+    Selectors, Services, HPA and Kueue all key on these, so the values are checked exactly.
+    LWS-LABEL-003 holds what the labels reference documents (which key on which object, and what
+    its value means); LWS-LABEL-001 what only the code fixes: group-key = sha1("<ns>/<L-i>"), the
+    group labels on each worker StatefulSet's selector and template, the leader StatefulSet's
+    template. Each object is checked on its own, so every wrong object is reported. The group and
+    worker indices are read from pod-name ordinals, so two cases have one of two digits: group 10
+    (11 groups) and workers 10 and 11 (a group of 12).
     """
     name = "lbl"
     ns = scenario.namespace
     pods, sts = _bring_up(scenario, _lws(name, replicas=replicas, size=size))
+    svc = scenario.wait_services(lambda ss: _by_name(ss).get(name), f"headless Service {name}")
 
     leader_sts = sts[name]
     rev = _labels(leader_sts).get(REVISION)
-    assert rev, f"leader StatefulSet has no {REVISION} label"
-    assert _labels(leader_sts)[NAME] == name
-    assert _annotations(leader_sts).get(REPLICAS) == str(replicas)
-    tmpl = leader_sts["spec"]["template"]["metadata"]
-    assert {k: tmpl["labels"].get(k) for k in (NAME, WORKER_INDEX, REVISION)} == {
-        NAME: name,
-        WORKER_INDEX: "0",
-        REVISION: rev,
-    }
-    assert tmpl["annotations"].get(SIZE) == str(size)
+    with claim("LWS-LABEL-003"):
+        assert rev, f"leader StatefulSet {name} has no {REVISION} label"
+    with claim("LWS-LABEL-003"):
+        assert _labels(leader_sts).get(NAME) == name, f"leader StatefulSet {name}: {NAME} {_labels(leader_sts)}"
+    with claim("LWS-LABEL-003"):
+        got = _annotations(leader_sts).get(REPLICAS)
+        assert got == str(replicas), f"leader StatefulSet {name}: {REPLICAS} {got!r}, want {replicas}"
+    with claim("LWS-LABEL-003"):
+        assert _labels(svc).get(NAME) == name, f"Service {name}: {NAME} label {_labels(svc)}"
+    with claim("LWS-LABEL-001"):
+        tmpl = leader_sts["spec"]["template"]["metadata"]
+        assert {k: tmpl["labels"].get(k) for k in (NAME, WORKER_INDEX, REVISION)} == {
+            NAME: name,
+            WORKER_INDEX: "0",
+            REVISION: rev,
+        }, f"leader StatefulSet {name}: template labels {tmpl['labels']}"
+        assert tmpl["annotations"].get(SIZE) == str(size), f"leader StatefulSet {name}: template {tmpl}"
 
+    keys: dict[str, int] = {}
     for i in range(replicas):
         leader = f"{name}-{i}"
-        key = group_key(ns, leader)
-        group_labels = {NAME: name, GROUP_INDEX: str(i), GROUP_KEY: key, REVISION: rev}
+        documented = {NAME: name, GROUP_INDEX: str(i), REVISION: rev}
+        group = [leader, *(f"{leader}-{j}" for j in range(1, size))]
+        for j, pod_name in enumerate(group):
+            pod = pods[pod_name]
+            with claim("LWS-LABEL-003"):
+                got = {k: _labels(pod).get(k) for k in (*documented, WORKER_INDEX)}
+                assert got == {**documented, WORKER_INDEX: str(j)}, f"labels of pod {pod_name}: {got}"
+            with claim("LWS-LABEL-003"):
+                want = {SIZE: str(size), LEADER_NAME: leader if j else None}
+                got = {k: _annotations(pod).get(k) for k in want}
+                assert got == want, f"annotations of pod {pod_name}: {got}, want {want}"
+        with claim("LWS-LABEL-003"):
+            pod_keys = {p: _labels(pods[p]).get(GROUP_KEY) for p in group}
+            assert len(set(pod_keys.values())) == 1 and None not in pod_keys.values(), (
+                f"group {i}: its pods do not share one {GROUP_KEY}: {pod_keys}"
+            )
+            key = pod_keys[leader]
+            assert key not in keys, f"groups {keys.get(key)} and {i} share the {GROUP_KEY} {key}"
+            keys[key] = i
+        with claim("LWS-LABEL-001"):
+            assert _labels(pods[leader]).get(GROUP_KEY) == group_key(ns, leader), (
+                f"pod {leader}: {GROUP_KEY} {_labels(pods[leader]).get(GROUP_KEY)}, want sha1({ns}/{leader})"
+            )
+        with claim("LWS-LABEL-001"):
+            assert SUBDOMAIN_POLICY not in _annotations(pods[leader]), "subdomainPolicy is for UniquePerReplica only"
 
-        lp = pods[leader]
-        assert {k: _labels(lp).get(k) for k in (*group_labels, WORKER_INDEX)} == {**group_labels, WORKER_INDEX: "0"}
-        assert _annotations(lp).get(SIZE) == str(size)
-        assert LEADER_NAME not in _annotations(lp), "leader pods must not carry the leader-name annotation"
-        assert SUBDOMAIN_POLICY not in _annotations(lp), "subdomainPolicy annotation is for UniquePerReplica only"
-
+        if size == 1:
+            continue
         wsts = sts[leader]
-        assert {k: _labels(wsts).get(k) for k in group_labels} == group_labels
-        assert wsts["spec"]["selector"]["matchLabels"] == {NAME: name, GROUP_INDEX: str(i), GROUP_KEY: key}
-        wtmpl = wsts["spec"]["template"]["metadata"]
-        assert {k: wtmpl["labels"].get(k) for k in group_labels} == group_labels
-        assert {k: wtmpl["annotations"].get(k) for k in (SIZE, LEADER_NAME)} == {SIZE: str(size), LEADER_NAME: leader}
-
-        for j in range(1, size):
-            wp = pods[f"{leader}-{j}"]
-            assert {k: _labels(wp).get(k) for k in (*group_labels, WORKER_INDEX)} == {
-                **group_labels,
-                WORKER_INDEX: str(j),
-            }, f"labels of {leader}-{j}"
-            assert {k: _annotations(wp).get(k) for k in (SIZE, LEADER_NAME)} == {SIZE: str(size), LEADER_NAME: leader}
+        with claim("LWS-LABEL-003"):
+            want = {**documented, GROUP_KEY: _labels(pods[leader]).get(GROUP_KEY)}
+            got = {k: _labels(wsts).get(k) for k in want}
+            assert got == want, f"worker StatefulSet {leader}: labels {got}, want {want}"
+        with claim("LWS-LABEL-001"):
+            key = group_key(ns, leader)
+            group_labels = {NAME: name, GROUP_INDEX: str(i), GROUP_KEY: key, REVISION: rev}
+            selector = wsts["spec"]["selector"]["matchLabels"]
+            assert selector == {NAME: name, GROUP_INDEX: str(i), GROUP_KEY: key}, f"StatefulSet {leader}: {selector}"
+            wtmpl = wsts["spec"]["template"]["metadata"]
+            assert {k: wtmpl["labels"].get(k) for k in group_labels} == group_labels, f"{leader}: {wtmpl}"
+            want = {SIZE: str(size), LEADER_NAME: leader}
+            assert {k: wtmpl["annotations"].get(k) for k in want} == want, f"StatefulSet {leader} template: {wtmpl}"
 
 
 @pytest.mark.requirement("LWS-OWNER-001")

@@ -27,7 +27,7 @@ from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION
 
 # One at a time: the lost-worker test stops a worker apiserver the others would dispatch to.
-pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("multikueue")]
+pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 
 
@@ -204,6 +204,7 @@ def _mk_cluster_active(mk: MultiKueue, name: str, want: str) -> Any:
 
 
 @pytest.mark.destructive
+@pytest.mark.alone
 @pytest.mark.requirement("KUEUE-MK-007")
 @pytest.mark.requirement("KUEUE-MK-008")
 def test_lost_worker_is_reported_and_its_lws_kept(
