@@ -236,6 +236,14 @@ def test_scaling_a_role_and_restarting_a_group(scenario: Scenario, claim: Claims
             selector=f"{D.ROLE}=prefill",
         )
         D.wait_roles(sc, "sc", {"prefill": 3, "decode": 1}, "every group ready again")
+        with claim("LWS-DSSCALE-001"):
+            # down to 1 as well: the replicas an LWS without spec.replicas would have, so a wrong
+            # read of the LWS's own replicas would skip this scale-down
+            D.json_patch(sc, "sc", [{"op": "replace", "path": "/spec/roles/0/spec/replicas", "value": 1}])
+            down = D.wait_roles(sc, "sc", {"prefill": 1, "decode": 1}, "prefill scaled down to 1 in place")
+            assert {r: o["metadata"]["uid"] for r, o in down.items()} == {
+                r: o["metadata"]["uid"] for r, o in before.items()
+            }, "scaling prefill down to 1 replaced an LWS"
     events = saved(tl, artifact_dir(tmp_path), "ds-scale-restart")
     revs = {e.obj.get("labels", {}).get(D.REVISION) for e in events if e.kind == "LeaderWorkerSet"}
     decode_lws = {
