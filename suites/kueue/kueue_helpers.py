@@ -216,9 +216,11 @@ def node_labels(scenario: Scenario, pods: list[Obj], key: str) -> dict[str, str]
     return out
 
 
-def delete_lws(scenario: Scenario, name: str) -> None:
+def delete_lws(scenario: Scenario, name: str, propagation: str | None = None) -> None:
     group, _, version = LWS_API.rpartition("/")
-    scenario.custom.delete_namespaced_custom_object(group, version, scenario.namespace, "leaderworkersets", name)
+    scenario.custom.delete_namespaced_custom_object(
+        group, version, scenario.namespace, "leaderworkersets", name, propagation_policy=propagation
+    )
 
 
 def act_then_wait(action: Callable[[], Any], check: Callable[[list[Obj]], Any]) -> Callable[[list[Obj]], Any]:

@@ -31,9 +31,7 @@ GONE_SECONDS = 20.0
 def _delete(scenario: Scenario, name: str, propagation: str | None = None) -> None:
     """Delete LWS `name`; one already gone (the garbage collector may be first) is no error."""
     try:
-        scenario.custom.delete_namespaced_custom_object(
-            LWS_GROUP, LWS_VERSION, scenario.namespace, LWS_PLURAL, name, propagation_policy=propagation
-        )
+        K.delete_lws(scenario, name, propagation)
     except ApiException as exc:
         if exc.status != 404:
             raise
@@ -43,11 +41,8 @@ def _release(scenario: Scenario, name: str) -> None:
     """Let LWS `name` go however the test ended: its owner reference and finalizers dropped in one
     update. Kueue v0.17's webhook then finds no owner to look up, so even where the bug holds the
     namespace can be deleted; nothing is checked here."""
-    body = {"metadata": {"ownerReferences": None, "finalizers": None}}
     try:
-        scenario.custom.patch_namespaced_custom_object(
-            LWS_GROUP, LWS_VERSION, scenario.namespace, LWS_PLURAL, name, body
-        )
+        scenario.patch_lws(name, {"metadata": {"ownerReferences": None, "finalizers": None}})
     except ApiException as exc:
         if exc.status != 404:
             raise
@@ -111,11 +106,7 @@ def test_a_terminating_lws_whose_owner_is_gone_finishes_deleting(
         if FOREGROUND in finalizers:
             with claim("KUEUE-TEARDOWN-001"):
                 remove = {"metadata": {"finalizers": [f for f in finalizers if f != FOREGROUND]}}
-                out = admission.answer(
-                    lambda: scenario.custom.patch_namespaced_custom_object(
-                        LWS_GROUP, LWS_VERSION, ns, LWS_PLURAL, "child", remove
-                    )
-                )
+                out = admission.answer(lambda: scenario.patch_lws("child", remove))
                 # 404 without a webhook's words: the garbage collector removed it first
                 gone_first = out.webhook is None and out.status == 404
                 assert out.kind == "accepted" or gone_first, (

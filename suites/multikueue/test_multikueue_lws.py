@@ -26,7 +26,6 @@ from lws_conformance.k8s.wait import observe, wait_for
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION
 
-# One at a time: the lost-worker test stops a worker apiserver the others would dispatch to.
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 
@@ -204,7 +203,7 @@ def _mk_cluster_active(mk: MultiKueue, name: str, want: str) -> Any:
 
 
 @pytest.mark.destructive
-@pytest.mark.alone
+@pytest.mark.alone  # it stops a worker's apiserver the other tests dispatch to
 @pytest.mark.requirement("KUEUE-MK-007")
 @pytest.mark.requirement("KUEUE-MK-008")
 def test_lost_worker_is_reported_and_its_lws_kept(
