@@ -11,9 +11,13 @@ python = pytest and the harness, ...), a control-plane program with the cluster 
 benchmark's own "main" one or a test's "private" one, from the state directory in its arguments);
 what a process used after its last sample, and processes that lived under a second, stay
 "unattributed". The sampler's own CPU is measured and subtracted.
-Every round's requirement verdicts must equal the first round's; the differences are listed.
+Every round's requirement verdicts must equal the first round's; the differences are listed,
+each named either "a listed race" (passed in one round, the known deviation of a race or
+conditional kind in the other: an upstream bug that shows in some runs only) or "differs" (any
+other difference: a flake of the harness or of the checks, to be analysed).
 Results: benchmarks/results/run-cpu-<date>.json and .md; each round's run directory (timeline,
-verdicts) is kept under reports/run-cpu-<date>/.
+verdicts) is kept under reports/run-cpu-<date>/. `--render RESULTS.json` rewrites both files from
+the JSON and the kept run directories (after a change of the rendering).
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from lws_conformance import deviations
 from lws_conformance.providers.components import state_root
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,10 +119,29 @@ def one_round(workers: int, profile: str | None, reports: Path) -> dict[str, Any
     programs["unattributed"] = round(cpu - sum(programs.values()), 1)
     run = (reports / "latest").resolve()
     summary = json.loads((run / "summary.json").read_text())
-    verdicts = {r["id"]: r["verdict"] for r in summary["requirements"]}
     return {"workers": workers, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "exit": proc.returncode,
             "sampler_cpu_s": round(sampler.own, 1), "cpu_by_program_s": programs, "run": run.name,
-            "tests": summary.get("totals", {}), "verdicts": verdicts}  # fmt: skip
+            "reports": str(reports.relative_to(ROOT)), "tests": summary.get("totals", {}),
+            **outcomes(summary)}  # fmt: skip
+
+
+def outcomes(summary: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """A run's requirement verdicts, and the deviation each known deviation matched."""
+    reqs = summary["requirements"]
+    return {"verdicts": {r["id"]: r["verdict"] for r in reqs},
+            "deviations": {r["id"]: r["deviation"] for r in reqs if r.get("deviation")}}  # fmt: skip
+
+
+RACY = {d.id for d in deviations.load() if d.kind in ("race", "conditional")}
+
+
+def difference(first: dict[str, Any], rnd: dict[str, Any], req: str) -> dict[str, Any]:
+    """How a round's verdict of `req` differs from the first round's: "a listed race" when one is
+    passed and the other the known deviation of a race or a conditional one, else "differs"."""
+    pair = [first["verdicts"].get(req), rnd["verdicts"].get(req)]
+    seen = {first.get("deviations", {}).get(req), rnd.get("deviations", {}).get(req)} - {None}
+    racy = sorted(pair, key=str) == ["known-deviation", "passed"] and bool(seen) and seen <= RACY
+    return {"verdicts": pair, "deviation": ", ".join(sorted(seen)), "kind": "a listed race" if racy else "differs"}
 
 
 def main() -> None:
@@ -124,7 +149,11 @@ def main() -> None:
     ap.add_argument("--workers", default="2,3,4,6", help="comma-separated -n values")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--profile", default=None)
+    ap.add_argument("--render", metavar="RESULTS.json", type=Path, help="rewrite a results file's JSON and Markdown")
     args = ap.parse_args()
+    if args.render:
+        render(args.render)
+        return
     counts = [int(w) for w in args.workers.split(",")]
     load = os.getloadavg()
     print(f"load before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
@@ -150,13 +179,36 @@ def main() -> None:
     print(stem.with_suffix(".md"))
 
 
+def render(path: Path) -> None:
+    """Rewrite a results file from its JSON and its rounds' kept run directories."""
+    result = json.loads(path.read_text())
+    meta = {k: v for k, v in result.items() if k not in ("rounds", "by_workers")}
+    rounds = [
+        {k: v for k, v in rnd.items() if k != "verdict_differences"}
+        | outcomes(json.loads((_run_dir(rnd) / "summary.json").read_text()))
+        for rnd in result["rounds"]
+    ]
+    write(path.with_suffix(""), meta, rounds, _run_dir(rounds[0]).parent.parent)
+    print(path.with_suffix(".md"))
+
+
+def _run_dir(rnd: dict[str, Any]) -> Path:
+    """A round's run directory: under its reports directory, or found by its run id (older results)."""
+    if "reports" in rnd:
+        return ROOT / rnd["reports"] / rnd["run"]
+    found = next((ROOT / "reports").glob(f"run-cpu-*/n*/{rnd['run']}"), None)
+    if found is None:
+        raise SystemExit(f"run {rnd['run']}: its run directory is no longer under reports/run-cpu-*/")
+    return found
+
+
 def write(stem: Path, meta: dict[str, Any], rounds: list[dict[str, Any]], kept: Path) -> None:
     """results JSON and Markdown of the rounds so far; verdicts compared with the first round's."""
-    first = rounds[0]["verdicts"]
-    done = [{k: v for k, v in rnd.items() if k != "verdicts"} | {
-        "verdict_differences": {k: [first.get(k), rnd["verdicts"].get(k)]
-                                for k in sorted(set(first) | set(rnd["verdicts"]))
-                                if first.get(k) != rnd["verdicts"].get(k)}} for rnd in rounds]  # fmt: skip
+    first = rounds[0]
+    done = [{k: v for k, v in rnd.items() if k not in ("verdicts", "deviations")} | {
+        "verdict_differences": {k: difference(first, rnd, k)
+                                for k in sorted(set(first["verdicts"]) | set(rnd["verdicts"]))
+                                if first["verdicts"].get(k) != rnd["verdicts"].get(k)}} for rnd in rounds]  # fmt: skip
     counts = list(dict.fromkeys(r["workers"] for r in rounds))
     by_n = {
         n: {
@@ -171,15 +223,20 @@ def write(stem: Path, meta: dict[str, Any], rounds: list[dict[str, Any]], kept: 
         f"# Full warm `lwsc run` by -n ({result['date']}, commit {result['commit']}, {result['machine']}, "
         f"load before {result['load_before'][0]})",
         "",
-        "| -n | wall (median) | CPU-seconds (median) | rounds | exits | verdicts differing from the first round |",
-        "|---|---|---|---|---|---|",
+        "| -n | wall (median, range) | CPU-seconds (median, range) | rounds | exits | verdicts differing "
+        "from the first round: a listed race | other differences |",
+        "|---|---|---|---|---|---|---|",
     ]
     for n in counts:
         mine = [r for r in done if r["workers"] == n]
-        diffs = sorted({k for r in mine for k in r["verdict_differences"]})
+        walls, cpus = [float(r["wall_s"]) for r in mine], [float(r["cpu_s"]) for r in mine]
+        diffs = Counter((k, d["kind"]) for r in mine for k, d in r["verdict_differences"].items())
+        races = ", ".join(f"{k} ({c} of {len(mine)})" for (k, kind), c in sorted(diffs.items()) if kind != "differs")
+        other = ", ".join(f"{k} ({c} of {len(mine)})" for (k, kind), c in sorted(diffs.items()) if kind == "differs")
         lines.append(
-            f"| {n} | {by_n[n]['wall_median_s']:.0f} s | {by_n[n]['cpu_median_s']:.0f} s | {len(mine)} | "
-            f"{', '.join(str(r['exit']) for r in mine)} | {', '.join(diffs) or 'none'} |"
+            f"| {n} | {by_n[n]['wall_median_s']:.0f} s ({min(walls):.0f}-{max(walls):.0f}) | "
+            f"{by_n[n]['cpu_median_s']:.0f} s ({min(cpus):.0f}-{max(cpus):.0f}) | {len(mine)} | "
+            f"{', '.join(str(r['exit']) for r in mine)} | {races or 'none'} | {other or 'none'} |"
         )
     programs = sorted({k for r in done for k in r["cpu_by_program_s"]},
                       key=lambda k: -sum(r["cpu_by_program_s"].get(k, 0.0) for r in done))[:10]  # fmt: skip
