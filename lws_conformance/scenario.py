@@ -77,6 +77,14 @@ class Scenario:
             )
         return node
 
+    def require_kwok(self, what: str) -> None:
+        """Skip (not-run) unless kwok backs Nodes here (the local provider): for a scenario that
+        adds Nodes of its own (`what`) and needs them Ready and running pods."""
+        if self.cluster.provider != "local":
+            import pytest  # only suites call this
+
+            pytest.skip(f"not-run: the test {what}, which only kwok (the local provider) keeps Ready and running")
+
     def require_simulated_kubelet(self, what: str) -> None:
         """Skip (not-run) where real kubelets run: for a scenario that writes what a kubelet
         would report (`what`), which a real kubelet overwrites at its next status sync."""

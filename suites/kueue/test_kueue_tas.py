@@ -19,9 +19,12 @@ from typing import Any
 
 import kueue_helpers as K
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from lws_conformance import workloads
-from lws_conformance.k8s.wait import WaitTimeout
+from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.wait import WaitTimeout, wait_for
+from lws_conformance.providers import nodes
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import Scenario
 
@@ -160,3 +163,106 @@ def test_gpu_requests_count_against_rack_capacity(scenario: Scenario, lwsc_clust
     K.wait_pending(scenario, uid, workloads.lws_workload_name("gb", uid, 0))
     escaped = scenario.observe_pods(K.leak(0), K.OBSERVE_SECONDS, selector=K.selector("gb"))
     assert escaped is None, escaped
+
+
+# -- pod slots ---------------------------------------------------------------------------------
+SLOTS = "lwsc.x-k8s.io/pod-slots"  # label (the test's flavor selects it) and taint of the test's own Nodes
+
+
+def _slot_node(scenario: Scenario, unique: str, name: str, pods: int) -> None:
+    """A kwok Node of this test only: `pods` allocatable pod slots, plenty of cpu and memory, no GPU,
+    no block or rack label (outside the harness's pool and its rack counts), tainted so that only
+    this test's pods, which tolerate it, land there. Returns once kwok reports it Ready."""
+    body = nodes.node_manifest(scenario.cluster.topology, name, "", "")
+    labels = body["metadata"]["labels"]
+    for key in (nodes.POOL_LABEL[0], scenario.cluster.topology.block_label, scenario.cluster.topology.rack_label):
+        labels.pop(key, None)
+    labels[SLOTS] = unique
+    body["spec"]["taints"] = [{"key": SLOTS, "value": unique, "effect": "NoSchedule"}]
+    for field in ("capacity", "allocatable"):
+        body["status"][field] = {"cpu": "32", "memory": "256Gi", "pods": str(pods)}
+    scenario.core.create_node(body)  # type: ignore[arg-type]  # the client accepts dicts
+    scenario.core.patch_node_status(name, {"status": body["status"]})
+    wait_for(
+        scenario.api,
+        scenario.core.list_node,
+        lambda ns: ns if ns and P.condition(ns[0], "Ready") == "True" else None,
+        what=f"Node {name}",
+        condition="Ready (kwok)",
+        timeout=30,
+        diagnose=scenario.diagnose,
+        field_selector=f"metadata.name={name}",
+    )
+
+
+def _delete_nodes(scenario: Scenario, names: list[str]) -> None:
+    for name in names:
+        try:
+            scenario.core.delete_node(name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+@pytest.mark.requirement("KUEUE-TAS-006")
+@pytest.mark.destructive  # adds Nodes of its own
+def test_leader_and_workers_count_against_a_nodes_pod_slots(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """A required-hostname group of a leader and one worker needs two pod slots on one node. While
+    the flavor's only node has one slot (and room for everything else), the group must stay
+    Pending and wholly gated: a TAS that left the leader out of the pod count would put both pods
+    on it, where one of them can never be scheduled. Once a node with two slots joins the flavor,
+    the group is admitted onto that node and runs whole."""
+    scenario.require_kwok("adds Nodes of its own with a chosen pod capacity")
+    sc, host = scenario, lwsc_cluster.topology.hostname_label
+    one, two = f"lwsc-{unique}-slots1", f"lwsc-{unique}-slots2"
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    obj = workloads.set_tas(_lws("sl", 1, 2), host)
+    for role in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+    try:
+        _slot_node(sc, unique, one, pods=1)
+        sc.create(workloads.topology(f"{unique}-slots", [host]))
+        sc.create(workloads.resource_flavor(f"{unique}-rf", {SLOTS: unique}, topology=f"{unique}-slots"))
+        sc.create(workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", {"cpu": "100", "memory": "100Gi"}))
+        sc.create(workloads.local_queue(K.QUEUE, f"{unique}-cq"))
+        sc.create(obj)
+        uid = K.lws_uid(sc, "sl")
+        name = workloads.lws_workload_name("sl", uid, 0)
+        (wl,) = K.wait_workloads(
+            sc,
+            uid,
+            lambda ws: [w for w in ws if w["metadata"]["name"] == name and P.condition(w, "QuotaReserved")],
+            f"{name} evaluated by Kueue (QuotaReserved set)",
+        )
+        assert P.condition(wl, "QuotaReserved") == "False", (
+            f"{name} got quota while its only node {one} has one pod slot for the group's two pods: "
+            f"{(wl.get('status') or {}).get('admission')}"
+        )
+        escaped = sc.observe_pods(K.leak(0), K.OBSERVE_SECONDS, selector=K.selector("sl"))
+        assert escaped is None, f"{escaped} (its only node {one} has one pod slot for the group's two pods)"
+
+        _slot_node(sc, unique, two, pods=2)
+        pods = sc.wait_pods(K.all_ready(1, 2), f"the group admitted onto {two} and Ready", selector=K.selector("sl"))
+        placed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods}
+        assert set(placed.values()) == {two}, f"pods not all on {two}, the one node with two pod slots: {placed}"
+        (wl,) = K.wait_workloads(
+            sc, uid, lambda ws: [w for w in ws if w["metadata"]["name"] == name and K.admitted(w)], f"{name} Admitted"
+        )
+        assert K.topology_assigned(wl) == ["leader", "worker"], f"{name}: no topologyAssignment for both roles"
+    finally:
+        try:
+            try:
+                K.delete_lws(sc, "sl")
+            except ApiException as exc:
+                if exc.status != 404:  # not created
+                    raise
+            sc.wait_gone(
+                sc.core.list_namespaced_pod,
+                "the pods of sl gone",
+                namespace=sc.namespace,
+                label_selector=K.selector("sl"),
+            )
+        finally:
+            _delete_nodes(sc, [one, two])
