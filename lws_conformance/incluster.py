@@ -250,7 +250,7 @@ def manifests(image: str, namespace: str = NAMESPACE, run_args: list[str] | None
 
 
 SONOBUOY_SCRIPT = (
-    'out=/tmp/lwsc; dir="${SONOBUOY_RESULTS_DIR:-/tmp/sonobuoy/results}"; '
+    'out=/tmp/lwsc; dir="${SONOBUOY_RESULTS_DIR:-/tmp/sonobuoy/results}"; mkdir -p "$out"; '
     'lwsc run --in-cluster --reports "$out" "$@"; echo "$?" > "$out/exit-code"; '
     'tar -C "$out" -czf "$dir/lwsc-results.tar.gz" .; '
     'printf %s "$dir/lwsc-results.tar.gz" > "$dir/done"'
@@ -261,7 +261,9 @@ def sonobuoy_plugin(image: str, run_args: list[str] | None = None) -> dict[str, 
     """A Sonobuoy plugin definition (Job driver, junit results): it hands back the whole reports
     directory — the run directory (junit_01.xml, summary, PRODUCT.yaml, HTML, logs), the run's
     checksummed archive and the exit code — as one tarball named in Sonobuoy's `done` file;
-    Sonobuoy extracts it and reads the junit file from it."""
+    Sonobuoy extracts it and reads the junit file from it. A run that ends before writing any
+    report (a usage error) still hands back its exit code, so Sonobuoy never waits on a missing
+    file. Proven under Sonobuoy v0.57.5 on kind by scripts/sonobuoy-kind."""
     return {
         "sonobuoy-config": {
             "driver": "Job",

@@ -116,6 +116,7 @@ def test_run_in_cluster_outside_a_pod_is_a_user_error() -> None:
 FAKE_LWSC = """#!/bin/sh
 # Stand-in for lwsc: records its arguments; `run` makes a run directory and archive like a real one.
 echo "$*" >> "$LOG"
+[ "$1" = run ] && [ -n "${USAGE_ERROR:-}" ] && exit 2  # ends before writing any report
 if [ "$1" = run ]; then
   reports=$4; mkdir -p "$reports/20260101-000000"
   echo '<testsuites/>' > "$reports/20260101-000000/junit_01.xml"; echo ok > "$reports/20260101-000000/summary.md"
@@ -156,24 +157,50 @@ def test_the_jobs_script_publishes_and_ends_with_the_runs_code(
     ]
 
 
+def _sonobuoy_step(tmp_path: Path, **env: str) -> Path:
+    """The plugin's own command, run by sh with a stand-in `lwsc`: the tarball its `done` file names."""
+    plugin = incluster.sonobuoy_plugin("img", ["--focus", "KUEUE-GANG"])
+    results = tmp_path / "sonobuoy-results"
+    results.mkdir()
+    script = [
+        *plugin["spec"]["command"][:2],
+        plugin["spec"]["command"][2].replace("/tmp/lwsc", str(tmp_path / "r")),
+        *plugin["spec"]["command"][3:],
+    ]
+    env = {**os.environ, **_stand_in(tmp_path), "SONOBUOY_RESULTS_DIR": str(results), **env}
+    proc = subprocess.run(script, env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    done = Path((results / "done").read_text())
+    assert done == results / "lwsc-results.tar.gz" and done.is_file()
+    return done
+
+
+def _files(tarball: Path) -> dict[str, bytes]:
+    out = {}
+    with tarfile.open(tarball) as tar:
+        for member in tar.getmembers():
+            if member.isfile() and (f := tar.extractfile(member)):
+                out[member.name.removeprefix("./")] = f.read()
+    return out
+
+
 def test_the_sonobuoy_plugin_hands_back_the_whole_results(tmp_path: Path) -> None:
     plugin = incluster.sonobuoy_plugin("img", ["--focus", "KUEUE-GANG"])
     assert plugin["sonobuoy-config"]["driver"] == "Job" and plugin["sonobuoy-config"]["result-format"] == "junit"
-    results = tmp_path / "sonobuoy-results"
-    results.mkdir()
-    script = [*plugin["spec"]["command"][:2], plugin["spec"]["command"][2].replace("/tmp/lwsc", str(tmp_path / "r")),
-              *plugin["spec"]["command"][3:]]
-    env = {**os.environ, **_stand_in(tmp_path), "SONOBUOY_RESULTS_DIR": str(results), "RUN_RC": "4"}
-    proc = subprocess.run(script, env=env, capture_output=True, text=True, timeout=30)
-    assert proc.returncode == 0, proc.stderr
-    done = (results / "done").read_text()
-    assert done == str(results / "lwsc-results.tar.gz")
-    with tarfile.open(done) as tar:
-        names = {n.removeprefix("./") for n in tar.getnames()}
-    assert {"20260101-000000/junit_01.xml", "20260101-000000/summary.md", "20260101-000000.tar.gz",
-            "exit-code"} <= names
-    assert (tmp_path / "calls.log").read_text().splitlines() == [f"run --in-cluster --reports {tmp_path / 'r'} "
-                                                                 "--focus KUEUE-GANG"]
+    done = _sonobuoy_step(tmp_path, RUN_RC="4")
+    files = _files(done)
+    run = "20260101-000000"
+    assert {f"{run}/junit_01.xml", f"{run}/summary.md", f"{run}.tar.gz", "exit-code"} <= set(files)
+    assert files["exit-code"] == b"4\n"
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert calls == [f"run --in-cluster --reports {tmp_path / 'r'} --focus KUEUE-GANG"]
+
+
+def test_the_sonobuoy_plugin_hands_back_the_exit_code_of_a_run_that_wrote_nothing(tmp_path: Path) -> None:
+    """A run ending before any report (a usage error, exit 2) still leaves a tarball with its exit
+    code: Sonobuoy's worker is never pointed at a missing file."""
+    done = _sonobuoy_step(tmp_path, USAGE_ERROR="1")
+    assert _files(done) == {"exit-code": b"2\n"}
 
 
 def test_results_configmaps_reassemble_the_archive_and_refuse_a_broken_set() -> None:
