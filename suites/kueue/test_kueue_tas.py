@@ -169,8 +169,8 @@ def test_gpu_requests_count_against_rack_capacity(scenario: Scenario, lwsc_clust
 SLOTS = "lwsc.x-k8s.io/pod-slots"  # label (the test's flavor selects it) and taint of the test's own Nodes
 
 
-def _slot_node(scenario: Scenario, unique: str, name: str, pods: int) -> None:
-    """A kwok Node of this test only: `pods` allocatable pod slots, plenty of cpu and memory, no GPU,
+def _slot_node(scenario: Scenario, unique: str, name: str, capacity: dict[str, str]) -> None:
+    """A kwok Node of this test only, with `capacity` (cpu, memory, pods) allocatable and no GPU,
     no block or rack label (outside the harness's pool and its rack counts), tainted so that only
     this test's pods, which tolerate it, land there. Returns once kwok reports it Ready."""
     body = nodes.node_manifest(scenario.cluster.topology, name, "", "")
@@ -180,7 +180,7 @@ def _slot_node(scenario: Scenario, unique: str, name: str, pods: int) -> None:
     labels[SLOTS] = unique
     body["spec"]["taints"] = [{"key": SLOTS, "value": unique, "effect": "NoSchedule"}]
     for field in ("capacity", "allocatable"):
-        body["status"][field] = {"cpu": "32", "memory": "256Gi", "pods": str(pods)}
+        body["status"][field] = dict(capacity)
     scenario.core.create_node(body)  # type: ignore[arg-type]  # the client accepts dicts
     scenario.core.patch_node_status(name, {"status": body["status"]})
     wait_for(
@@ -204,25 +204,26 @@ def _delete_nodes(scenario: Scenario, names: list[str]) -> None:
                 raise
 
 
-@pytest.mark.requirement("KUEUE-TAS-006")
-@pytest.mark.destructive  # adds Nodes of its own
-def test_leader_and_workers_count_against_a_nodes_pod_slots(
-    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+def _held_until_a_node_fits(
+    scenario: Scenario,
+    cluster: ClusterHandle,
+    unique: str,
+    small: dict[str, str],
+    big: dict[str, str],
+    why: str,
 ) -> None:
-    """A required-hostname group of a leader and one worker needs two pod slots on one node. While
-    the flavor's only node has one slot (and room for everything else), the group must stay
-    Pending and wholly gated: a TAS that left the leader out of the pod count would put both pods
-    on it, where one of them can never be scheduled. Once a node with two slots joins the flavor,
-    the group is admitted onto that node and runs whole."""
-    scenario.require_kwok("adds Nodes of its own with a chosen pod capacity")
-    sc, host = scenario, lwsc_cluster.topology.hostname_label
-    one, two = f"lwsc-{unique}-slots1", f"lwsc-{unique}-slots2"
+    """A required-hostname group of a leader and one worker: while the flavor's only node has the
+    `small` capacity, the group must stay Pending and wholly gated (`why` it does not fit); once a
+    node of the `big` capacity joins, the group is admitted onto that node and runs whole."""
+    scenario.require_kwok("adds Nodes of its own with a chosen capacity")
+    sc, host = scenario, cluster.topology.hostname_label
+    one, two = f"lwsc-{unique}-small", f"lwsc-{unique}-big"
     toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
     obj = workloads.set_tas(_lws("sl", 1, 2), host)
     for role in ("leaderTemplate", "workerTemplate"):
         obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
     try:
-        _slot_node(sc, unique, one, pods=1)
+        _slot_node(sc, unique, one, small)
         sc.create(workloads.topology(f"{unique}-slots", [host]))
         sc.create(workloads.resource_flavor(f"{unique}-rf", {SLOTS: unique}, topology=f"{unique}-slots"))
         sc.create(workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", {"cpu": "100", "memory": "100Gi"}))
@@ -237,16 +238,15 @@ def test_leader_and_workers_count_against_a_nodes_pod_slots(
             f"{name} evaluated by Kueue (QuotaReserved set)",
         )
         assert P.condition(wl, "QuotaReserved") == "False", (
-            f"{name} got quota while its only node {one} has one pod slot for the group's two pods: "
-            f"{(wl.get('status') or {}).get('admission')}"
+            f"{name} got quota while its only node {one} {why}: {(wl.get('status') or {}).get('admission')}"
         )
         escaped = sc.observe_pods(K.leak(0), K.OBSERVE_SECONDS, selector=K.selector("sl"))
-        assert escaped is None, f"{escaped} (its only node {one} has one pod slot for the group's two pods)"
+        assert escaped is None, f"{escaped} (its only node {one} {why})"
 
-        _slot_node(sc, unique, two, pods=2)
+        _slot_node(sc, unique, two, big)
         pods = sc.wait_pods(K.all_ready(1, 2), f"the group admitted onto {two} and Ready", selector=K.selector("sl"))
         placed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods}
-        assert set(placed.values()) == {two}, f"pods not all on {two}, the one node with two pod slots: {placed}"
+        assert set(placed.values()) == {two}, f"pods not all on {two}, the one node that holds the group: {placed}"
         (wl,) = K.wait_workloads(
             sc, uid, lambda ws: [w for w in ws if w["metadata"]["name"] == name and K.admitted(w)], f"{name} Admitted"
         )
@@ -266,3 +266,21 @@ def test_leader_and_workers_count_against_a_nodes_pod_slots(
             )
         finally:
             _delete_nodes(sc, [one, two])
+
+
+@pytest.mark.requirement("KUEUE-TAS-006")
+@pytest.mark.destructive  # adds Nodes of its own
+def test_leader_and_workers_count_against_a_nodes_pod_slots(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """Two pods on a node with one pod slot: a TAS that left the leader out of the pod count would
+    put both there, where one of them can never be scheduled."""
+    roomy = {"cpu": "32", "memory": "256Gi"}
+    _held_until_a_node_fits(
+        scenario,
+        lwsc_cluster,
+        unique,
+        {**roomy, "pods": "1"},
+        {**roomy, "pods": "2"},
+        "has one pod slot for the group's two pods",
+    )
