@@ -166,6 +166,7 @@ def test_gpu_requests_count_against_rack_capacity(scenario: Scenario, lwsc_clust
 
 
 # -- pod slots ---------------------------------------------------------------------------------
+WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 SLOTS = "lwsc.x-k8s.io/pod-slots"  # label (the test's flavor selects it) and taint of the test's own Nodes
 
 
@@ -186,22 +187,55 @@ def _slot_node(scenario: Scenario, unique: str, name: str, capacity: dict[str, s
     wait_for(
         scenario.api,
         scenario.core.list_node,
-        lambda ns: ns if ns and P.condition(ns[0], "Ready") == "True" else None,
+        lambda ns: ns if ns and P.condition(ns[0], "Ready") == "True" and not _not_ready_taints(ns[0]) else None,
         what=f"Node {name}",
-        condition="Ready (kwok)",
+        condition="Ready (kwok) and untainted by the node lifecycle controller",
         timeout=30,
         diagnose=scenario.diagnose,
         field_selector=f"metadata.name={name}",
     )
 
 
-def _delete_nodes(scenario: Scenario, names: list[str]) -> None:
-    for name in names:
+def _not_ready_taints(node: Obj) -> list[str]:
+    """The node lifecycle controller's taints of a Node it has not yet seen Ready; TAS excludes
+    a Node while it has them."""
+    keys = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+    return [t["key"] for t in node["spec"].get("taints") or [] if t.get("key") in keys]
+
+
+def _slot_queue(scenario: Scenario, unique: str, levels: list[str]) -> None:
+    """Topology `levels`, a flavor of this test's Nodes only, and a roomy ClusterQueue behind the
+    namespace's LocalQueue: only the Nodes' capacity decides."""
+    sc = scenario
+    sc.create(workloads.topology(f"{unique}-slots", levels))
+    sc.create(workloads.resource_flavor(f"{unique}-rf", {SLOTS: unique}, topology=f"{unique}-slots"))
+    sc.create(workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", {"cpu": "100", "memory": "100Gi"}))
+    sc.create(workloads.local_queue(K.QUEUE, f"{unique}-cq"))
+
+
+def _delete_lws_then_nodes(scenario: Scenario, lws_name: str, node_names: list[str]) -> None:
+    """Delete the LWS, wait for its pods to go, then delete the test's Nodes (also when the LWS was
+    never created)."""
+    sc = scenario
+    try:
         try:
-            scenario.core.delete_node(name)
+            K.delete_lws(sc, lws_name)
         except ApiException as exc:
-            if exc.status != 404:
+            if exc.status != 404:  # not created
                 raise
+        sc.wait_gone(
+            sc.core.list_namespaced_pod,
+            f"the pods of {lws_name} gone",
+            namespace=sc.namespace,
+            label_selector=K.selector(lws_name),
+        )
+    finally:
+        for name in node_names:
+            try:
+                sc.core.delete_node(name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
 
 
 def _held_until_a_node_fits(
@@ -224,10 +258,7 @@ def _held_until_a_node_fits(
         obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
     try:
         _slot_node(sc, unique, one, small)
-        sc.create(workloads.topology(f"{unique}-slots", [host]))
-        sc.create(workloads.resource_flavor(f"{unique}-rf", {SLOTS: unique}, topology=f"{unique}-slots"))
-        sc.create(workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", {"cpu": "100", "memory": "100Gi"}))
-        sc.create(workloads.local_queue(K.QUEUE, f"{unique}-cq"))
+        _slot_queue(sc, unique, [host])
         sc.create(obj)
         uid = K.lws_uid(sc, "sl")
         name = workloads.lws_workload_name("sl", uid, 0)
@@ -252,20 +283,7 @@ def _held_until_a_node_fits(
         )
         assert K.topology_assigned(wl) == ["leader", "worker"], f"{name}: no topologyAssignment for both roles"
     finally:
-        try:
-            try:
-                K.delete_lws(sc, "sl")
-            except ApiException as exc:
-                if exc.status != 404:  # not created
-                    raise
-            sc.wait_gone(
-                sc.core.list_namespaced_pod,
-                "the pods of sl gone",
-                namespace=sc.namespace,
-                label_selector=K.selector("sl"),
-            )
-        finally:
-            _delete_nodes(sc, [one, two])
+        _delete_lws_then_nodes(sc, "sl", [one, two])
 
 
 @pytest.mark.requirement("KUEUE-TAS-006")
@@ -284,3 +302,67 @@ def test_leader_and_workers_count_against_a_nodes_pod_slots(
         {**roomy, "pods": "2"},
         "has one pod slot for the group's two pods",
     )
+
+
+@pytest.mark.requirement("KUEUE-TAS-007")
+@pytest.mark.destructive  # adds Nodes of its own
+def test_leader_placed_where_the_workers_still_fit(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """Kueue's own example: a 1-cpu leader and four 2-cpu workers, required in one rack of three
+    hosts with 2, 4 and 3 cpus. The group fits only with the leader on the 3-cpu host (3 = 1 + 2,
+    4 = 2 + 2, 2 = 2); a TAS that puts the leader on the tightest host that holds it (the 2-cpu
+    one) leaves room for three workers and holds a group that fits."""
+    scenario.require_kwok("adds Nodes of its own with a chosen capacity")
+    sc, host = scenario, lwsc_cluster.topology.hostname_label
+    cpus = {f"lwsc-{unique}-h{c}": c for c in (2, 4, 3)}
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    obj = workloads.set_tas(_lws("lf", 1, 5), SLOTS)  # one rack: every Node of this test has the label
+    workloads.set_requests(obj, "leader", {"cpu": "1"})
+    workloads.set_requests(obj, "worker", {"cpu": "2"})
+    for role in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+    try:
+        for node, cpu in cpus.items():
+            _slot_node(sc, unique, node, {"cpu": str(cpu), "memory": "256Gi", "pods": "10"})
+        _slot_queue(sc, unique, [SLOTS, host])
+        sc.create(obj)
+        uid = K.lws_uid(sc, "lf")
+        name = workloads.lws_workload_name("lf", uid, 0)
+        last: list[Obj] = []
+
+        def mine(ws: list[Obj]) -> list[Obj] | None:
+            last[:] = [w for w in ws if w["metadata"]["name"] == name]
+            return last or None
+
+        K.wait_workloads(sc, uid, mine, f"{name} created")
+        try:  # Kueue admits a fitting Workload in ~0.1 s (docs/performance.md): the window is 50 times that
+            K.wait_workloads(
+                sc,
+                uid,
+                lambda ws: last if mine(ws) and K.quota_reserved(last[0]) else None,
+                f"{name} QuotaReserved",
+                timeout=K.OBSERVE_SECONDS,
+            )
+        except WaitTimeout:
+            conds = (last[0].get("status") or {}).get("conditions") or []
+            cond = next((c for c in conds if c["type"] == "QuotaReserved"), None)
+            state = f"{cond['status']}: {cond.get('message', '')}" if cond else "never set"
+            raise AssertionError(
+                f"{name} not given quota within {K.OBSERVE_SECONDS:g}s × timeouts.scale though its rack holds "
+                f"the group with the leader on the 3-cpu host: QuotaReserved {state}"
+            ) from None
+        pods = sc.wait_pods(K.all_ready(1, 5), "the group admitted and Ready", selector=K.selector("lf"))
+        per_node: dict[str, list[str]] = {}
+        for p in pods:
+            role = "leader" if p["metadata"]["labels"].get(WORKER_INDEX) == "0" else "worker"
+            per_node.setdefault(p["spec"]["nodeName"], []).append(role)
+        want = {
+            f"lwsc-{unique}-h3": ["leader", "worker"],
+            f"lwsc-{unique}-h4": ["worker", "worker"],
+            f"lwsc-{unique}-h2": ["worker"],
+        }
+        got = {n: sorted(r) for n, r in sorted(per_node.items())}
+        assert got == want, f"pods per node {got}, the one layout that fits: {want}"
+    finally:
+        _delete_lws_then_nodes(sc, "lf", list(cpus))
