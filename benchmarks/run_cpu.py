@@ -220,7 +220,8 @@ def write(stem: Path, meta: dict[str, Any], rounds: list[dict[str, Any]], kept: 
     result = {**meta, "rounds": done, "by_workers": by_n}
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     lines = [
-        f"# Full warm `lwsc run` by -n ({result['date']}, commit {result['commit']}, {result['machine']}, "
+        f"# Full warm `lwsc{' --profile ' + result['profile'] if result.get('profile') else ''} run` by -n "
+        f"({result['date']}, commit {result['commit']}, {result['machine']}, "
         f"load before {result['load_before'][0]})",
         "",
         "| -n | wall (median, range) | CPU-seconds (median, range) | rounds | exits | verdicts differing "
