@@ -118,20 +118,41 @@ def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+# Names of the variables below that this plugin set from a profile, not the user: a pytest run
+# started from inside another (tests/e2e runs `lwsc --profile kind run`) takes them from its own
+# profile instead of inheriting the outer run's (the outer default profile's timeouts.scale 1.0
+# would replace kind's 2.0).
+DERIVED_ENV = "LWSC_ENV_FROM_PROFILE"
+
+
+def _profile_environment(config: pytest.Config) -> None:
+    """Hand the profile's timeouts.scale and images.registry to every test process (xdist workers
+    inherit the environment); a value the user exported wins."""
+    derived = set(filter(None, os.environ.get(DERIVED_ENV, "").split(",")))
+    for name in derived:
+        os.environ.pop(name, None)
+    try:
+        profile = run_profile(config)
+    except LwscError:
+        return  # a bad profile is reported by the cluster fixture, where it matters
+    values = {
+        SCALE_ENV: str(profile.timeout_scale),  # every deadline and watched window
+        images.REGISTRY_ENV: str((profile.raw.get("images") or {}).get("registry") or ""),  # test images' mirror
+    }
+    for name, value in values.items():
+        if name not in os.environ:
+            os.environ[name] = value
+            derived.add(name)
+    os.environ[DERIVED_ENV] = ",".join(sorted(derived))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     if not config.pluginmanager.has_plugin("lwsc-claims"):
         config.pluginmanager.register(claims, "lwsc-claims")
-    if not _is_worker(config) and SCALE_ENV not in os.environ:
-        with contextlib.suppress(LwscError):  # a bad profile is reported by the cluster fixture
-            os.environ[SCALE_ENV] = str(run_profile(config).timeout_scale)  # every deadline and watched window
-    if not _is_worker(config) and images.REGISTRY_ENV not in os.environ:
-        try:  # test images from a mirror (profile key images.registry); workers inherit it
-            registry = (run_profile(config).raw.get("images") or {}).get("registry")
-            os.environ[images.REGISTRY_ENV] = str(registry or "")
-        except LwscError:
-            pass  # reported by the cluster fixture, where it matters
+    if not _is_worker(config):
+        _profile_environment(config)
     if not _is_worker(config) and config.getoption("--lwsc-handle"):
         with contextlib.suppress(OSError, ValueError, KeyError):  # an unreadable handle fails in the fixture
             substitutes = ClusterHandle.from_json(Path(config.getoption("--lwsc-handle")).read_text()).images

@@ -77,3 +77,30 @@ def test_a_named_cluster_gets_ports_of_its_own_unless_the_user_chose_them(
     for command in ("status", "down", "kubeconfig", "up"):
         assert cluster("--name", "dev", command).profile.base_port == 21300, command
     assert cluster("--name", "other", "status").profile.base_port == 16000  # not up: nothing to claim
+
+
+_SEES_SCALE = """
+import os
+
+def test_scale():
+    print("scale=" + os.environ["LWSC_TIMEOUT_SCALE"])
+"""
+
+
+@pytest.mark.parametrize(
+    ("exported", "derived", "seen"),
+    [
+        ("1.0", "LWSC_IMAGE_REGISTRY,LWSC_TIMEOUT_SCALE", "2.0"),  # an outer run's value: the kind profile's own
+        ("1.5", "", "1.5"),  # the user's export wins over the profile
+    ],
+)
+def test_a_nested_run_takes_timeouts_scale_from_its_own_profile(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, exported: str, derived: str, seen: str
+) -> None:
+    """`pytest tests` runs `lwsc --profile kind run`: the inner run must not inherit the outer
+    default profile's timeouts.scale (1.0) in place of kind's (2.0)."""
+    monkeypatch.setenv("LWSC_TIMEOUT_SCALE", exported)
+    monkeypatch.setenv("LWSC_ENV_FROM_PROFILE", derived)
+    pytester.makepyfile(test_scale=_SEES_SCALE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0", "-s", "--lwsc-profile", "kind")
+    result.stdout.fnmatch_lines([f"*scale={seen}*"])
