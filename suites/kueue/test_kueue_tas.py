@@ -171,9 +171,10 @@ SLOTS = "lwsc.x-k8s.io/pod-slots"  # label (the test's flavor selects it) and ta
 
 
 def _slot_node(scenario: Scenario, unique: str, name: str, capacity: dict[str, str]) -> None:
-    """A kwok Node of this test only, with `capacity` (cpu, memory, pods) allocatable and no GPU,
-    no block or rack label (outside the harness's pool and its rack counts), tainted so that only
-    this test's pods, which tolerate it, land there. Returns once kwok reports it Ready."""
+    """A kwok Node of this test only, with `capacity` (cpu, memory, pods; a GPU only if named) as
+    its allocatable, no block or rack label (outside the harness's pool and its rack counts),
+    tainted so that only this test's pods, which tolerate it, land there. Returns once kwok
+    reports it Ready."""
     body = nodes.node_manifest(scenario.cluster.topology, name, "", "")
     labels = body["metadata"]["labels"]
     for key in (nodes.POOL_LABEL[0], scenario.cluster.topology.block_label, scenario.cluster.topology.rack_label):
@@ -203,13 +204,15 @@ def _not_ready_taints(node: Obj) -> list[str]:
     return [t["key"] for t in node["spec"].get("taints") or [] if t.get("key") in keys]
 
 
-def _slot_queue(scenario: Scenario, unique: str, levels: list[str]) -> None:
-    """Topology `levels`, a flavor of this test's Nodes only, and a roomy ClusterQueue behind the
-    namespace's LocalQueue: only the Nodes' capacity decides."""
+def _slot_queue(scenario: Scenario, unique: str, levels: list[str], quota: dict[str, str] | None = None) -> None:
+    """Topology `levels`, a flavor of this test's Nodes only, and a roomy ClusterQueue (cpu,
+    memory and `quota`) behind the namespace's LocalQueue: only the Nodes' capacity decides."""
     sc = scenario
     sc.create(workloads.topology(f"{unique}-slots", levels))
     sc.create(workloads.resource_flavor(f"{unique}-rf", {SLOTS: unique}, topology=f"{unique}-slots"))
-    sc.create(workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", {"cpu": "100", "memory": "100Gi"}))
+    sc.create(
+        workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", {"cpu": "100", "memory": "100Gi", **(quota or {})})
+    )
     sc.create(workloads.local_queue(K.QUEUE, f"{unique}-cq"))
 
 
@@ -304,28 +307,31 @@ def test_leader_and_workers_count_against_a_nodes_pod_slots(
     )
 
 
-@pytest.mark.requirement("KUEUE-TAS-007")
-@pytest.mark.destructive  # adds Nodes of its own
-def test_leader_placed_where_the_workers_still_fit(
-    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
-) -> None:
-    """Kueue's own example: a 1-cpu leader and four 2-cpu workers, required in one rack of three
-    hosts with 2, 4 and 3 cpus. The group fits only with the leader on the 3-cpu host (3 = 1 + 2,
-    4 = 2 + 2, 2 = 2); a TAS that puts the leader on the tightest host that holds it (the 2-cpu
-    one) leaves room for three workers and holds a group that fits."""
+def _placed_in_one_rack(
+    scenario: Scenario,
+    cluster: ClusterHandle,
+    unique: str,
+    hosts: dict[str, dict[str, str]],
+    requests: dict[str, dict[str, str]],
+    why: str,
+) -> dict[str, list[str]]:
+    """One required-rack group of a leader and four workers (`requests` per role) on a rack of
+    this test's own Nodes (`hosts`: name suffix -> allocatable). The group must get quota within
+    K.OBSERVE_SECONDS (`why` it fits) and run whole; returns host suffix -> the roles it runs."""
     scenario.require_kwok("adds Nodes of its own with a chosen capacity")
-    sc, host = scenario, lwsc_cluster.topology.hostname_label
-    cpus = {f"lwsc-{unique}-h{c}": c for c in (2, 4, 3)}
+    sc, host = scenario, cluster.topology.hostname_label
+    names = {f"lwsc-{unique}-{h}": h for h in hosts}
     toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
     obj = workloads.set_tas(_lws("lf", 1, 5), SLOTS)  # one rack: every Node of this test has the label
-    workloads.set_requests(obj, "leader", {"cpu": "1"})
-    workloads.set_requests(obj, "worker", {"cpu": "2"})
+    for role, req in requests.items():
+        workloads.set_requests(obj, role, req)
     for role in ("leaderTemplate", "workerTemplate"):
         obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+    extended = {r for req in requests.values() for r in req if "/" in r}
     try:
-        for node, cpu in cpus.items():
-            _slot_node(sc, unique, node, {"cpu": str(cpu), "memory": "256Gi", "pods": "10"})
-        _slot_queue(sc, unique, [SLOTS, host])
+        for node, h in names.items():
+            _slot_node(sc, unique, node, {"memory": "256Gi", "pods": "10", **hosts[h]})
+        _slot_queue(sc, unique, [SLOTS, host], {r: "100" for r in extended})
         sc.create(obj)
         uid = K.lws_uid(sc, "lf")
         name = workloads.lws_workload_name("lf", uid, 0)
@@ -349,20 +355,58 @@ def test_leader_placed_where_the_workers_still_fit(
             cond = next((c for c in conds if c["type"] == "QuotaReserved"), None)
             state = f"{cond['status']}: {cond.get('message', '')}" if cond else "never set"
             raise AssertionError(
-                f"{name} not given quota within {K.OBSERVE_SECONDS:g}s × timeouts.scale though its rack holds "
-                f"the group with the leader on the 3-cpu host: QuotaReserved {state}"
+                f"{name} not given quota within {K.OBSERVE_SECONDS:g}s × timeouts.scale though {why}: "
+                f"QuotaReserved {state}"
             ) from None
-        pods = sc.wait_pods(K.all_ready(1, 5), "the group admitted and Ready", selector=K.selector("lf"))
+        pods = sc.wait_pods(K.all_ready(1, 5), f"the group admitted and Ready ({why})", selector=K.selector("lf"))
         per_node: dict[str, list[str]] = {}
         for p in pods:
             role = "leader" if p["metadata"]["labels"].get(WORKER_INDEX) == "0" else "worker"
-            per_node.setdefault(p["spec"]["nodeName"], []).append(role)
-        want = {
-            f"lwsc-{unique}-h3": ["leader", "worker"],
-            f"lwsc-{unique}-h4": ["worker", "worker"],
-            f"lwsc-{unique}-h2": ["worker"],
-        }
-        got = {n: sorted(r) for n, r in sorted(per_node.items())}
-        assert got == want, f"pods per node {got}, the one layout that fits: {want}"
+            per_node.setdefault(names[p["spec"]["nodeName"]], []).append(role)
+        return {h: sorted(r) for h, r in sorted(per_node.items())}
     finally:
-        _delete_lws_then_nodes(sc, "lf", list(cpus))
+        _delete_lws_then_nodes(sc, "lf", list(names))
+
+
+@pytest.mark.requirement("KUEUE-TAS-007")
+@pytest.mark.destructive  # adds Nodes of its own
+def test_leader_placed_where_the_workers_still_fit(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """Kueue's own example: a 1-cpu leader and four 2-cpu workers, required in one rack of three
+    hosts with 2, 4 and 3 cpus. The group fits only with the leader on the 3-cpu host (3 = 1 + 2,
+    4 = 2 + 2, 2 = 2); a TAS that puts the leader on the tightest host that holds it (the 2-cpu
+    one) leaves room for three workers and holds a group that fits."""
+    got = _placed_in_one_rack(
+        scenario,
+        lwsc_cluster,
+        unique,
+        {f"h{c}": {"cpu": str(c)} for c in (2, 4, 3)},
+        {"leader": {"cpu": "1"}, "worker": {"cpu": "2"}},
+        "its rack holds the group with the leader on the 3-cpu host",
+    )
+    want = {"h2": ["worker"], "h3": ["leader", "worker"], "h4": ["worker", "worker"]}
+    assert got == want, f"pods per node {got}, the one layout that fits: {want}"
+
+
+@pytest.mark.requirement("KUEUE-TAS-008")
+@pytest.mark.destructive  # adds Nodes of its own
+def test_leader_placed_on_the_one_host_with_its_resource(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """A leader asking for a GPU and four 1-cpu workers, required in one rack of a 1-cpu host with
+    one GPU and a 4-cpu host without. Only the GPU host holds the leader, and then has no cpu left:
+    the workers go to the 4-cpu host. A TAS that counted the 4-cpu host as able to hold the leader
+    (it fits every worker there with the leader's slot still free) would pin the leader where its
+    GPU does not exist."""
+    gpu = lwsc_cluster.topology.gpu_resource
+    got = _placed_in_one_rack(
+        scenario,
+        lwsc_cluster,
+        unique,
+        {"gpu": {"cpu": "1", gpu: "1"}, "cpu": {"cpu": "4"}},
+        {"leader": {"cpu": "1", gpu: "1"}, "worker": {"cpu": "1"}},
+        "its rack holds the group with the leader on the GPU host",
+    )
+    want = {"cpu": ["worker"] * 4, "gpu": ["leader"]}
+    assert got == want, f"pods per node {got}, the one layout that fits: {want}"
