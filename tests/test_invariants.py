@@ -620,6 +620,18 @@ def test_snapshot_keeps_what_the_invariants_need() -> None:
                     "deleting": True, "owner": "StatefulSet/l/s", "phase": "Running", "ready": True, "node": "n1"}
 
 
+def test_snapshot_keeps_why_a_pod_is_terminated() -> None:
+    conditions = [
+        {"type": "Ready", "status": "True"},
+        {"type": "TerminationTarget", "status": "True", "reason": "WorkloadEvictedDueToPreempted"},
+    ]
+    raw = {"metadata": {"name": "p", "uid": "u", "resourceVersion": "7"}, "spec": {},
+           "status": {"phase": "Running", "conditions": conditions}}
+    assert snapshot("Pod", raw)["terminating_for"] == "TerminationTarget/WorkloadEvictedDueToPreempted"
+    conditions[1] = {"type": "DisruptionTarget", "status": "False", "reason": "PreemptionByScheduler"}
+    assert "terminating_for" not in snapshot("Pod", raw)
+
+
 def test_picture_draws_groups_revisions_surge_and_the_violation() -> None:
     s = good_rollout(2, ms=1)
     svg = picture.render(s.events)

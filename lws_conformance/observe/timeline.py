@@ -34,6 +34,9 @@ LEADER_NAME = LWS_PREFIX + "leader-name"
 DS_PREFIX = "disaggregatedset.x-k8s.io/"
 DS_NAME, DS_ROLE, DS_REVISION = DS_PREFIX + "name", DS_PREFIX + "role", DS_PREFIX + "revision"
 DS_INITIAL = DS_PREFIX + "initial-replicas"
+# Pod conditions a controller sets (True, with its reason) on a pod it is about to terminate:
+# Kubernetes' DisruptionTarget and Kueue's TerminationTarget.
+TERMINATION_CONDITIONS = ("DisruptionTarget", "TerminationTarget")
 KEPT_LABELS = (NAME, GROUP_INDEX, WORKER_INDEX, REVISION, "kueue.x-k8s.io/queue-name", DS_NAME, DS_ROLE, DS_REVISION)
 KEPT_ANNOTATIONS = (SIZE, REPLICAS, LEADER_NAME, DS_INITIAL)
 KINDS = ("LeaderWorkerSet", "StatefulSet", "Pod", "ControllerRevision", "Workload", "DisaggregatedSet")
@@ -136,6 +139,9 @@ def _pod_view(obj: Obj, spec: Obj, status: Obj) -> Obj:
         view["node"] = spec["nodeName"]
     if spec.get("schedulingGates"):
         view["gated"] = True
+    for cond in status.get("conditions") or []:
+        if cond.get("type") in TERMINATION_CONDITIONS and cond.get("status") == "True":
+            view["terminating_for"] = f"{cond['type']}/{cond.get('reason', '')}"
     return view
 
 

@@ -17,6 +17,7 @@ import kueue_helpers as K
 import pytest
 
 from lws_conformance import workloads
+from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.observe import artifact_dir, record, saved
 from lws_conformance.providers.base import ClusterHandle
@@ -202,10 +203,12 @@ def test_scale_down_deletes_removed_groups_workloads_and_frees_quota(
 
 
 @pytest.mark.requirement("KUEUE-PREEMPT-001")
+@pytest.mark.requirement("KUEUE-PREEMPT-002")
 def test_higher_priority_evicts_a_whole_lower_priority_group(
-    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, claim: Claims, tmp_path: Path
 ) -> None:
-    """Quota for 2 groups + 1 pod; a high-priority group needs one low group's quota, never half of two."""
+    """Quota for 2 groups + 1 pod; a high-priority group needs one low group's quota, never half of
+    two; every pod of the evicted group is told why before it is deleted."""
     size = 3
     lo, hi = f"{unique}-lo", f"{unique}-hi"
     scenario.create(workloads.workload_priority_class(lo, 100))
@@ -214,31 +217,50 @@ def test_higher_priority_evicts_a_whole_lower_priority_group(
     scenario.create(_gang_lws("low", lwsc_cluster, 2, size, labels={workloads.PRIORITY_LABEL: lo}))
     before = scenario.wait_pods(K.all_ready(2, size), "both low groups Ready", selector=K.selector("low"))
     uids_before = {i: {p["metadata"]["uid"] for p in g} for i, g in K.groups_of(before).items()}
+    names_before = {p["metadata"]["uid"]: p["metadata"]["name"] for p in before}
     low_uid = K.lws_uid(scenario, "low")
 
-    scenario.create(_gang_lws("high", lwsc_cluster, 1, size, labels={workloads.PRIORITY_LABEL: hi}))
-    scenario.wait_pods(K.split(1, size, ready=1), "the high-priority group Ready", selector=K.selector("high"))
-    (kept,), (evicted,) = scenario.wait_pods(
-        K.split(2, size, ready=1), "one low group whole and Ready, the other wholly held", selector=K.selector("low")
-    )
+    with record(scenario.api, scenario.namespace) as tl:
+        scenario.create(_gang_lws("high", lwsc_cluster, 1, size, labels={workloads.PRIORITY_LABEL: hi}))
+        scenario.wait_pods(K.split(1, size, ready=1), "the high-priority group Ready", selector=K.selector("high"))
+        (kept,), (evicted,) = scenario.wait_pods(
+            K.split(2, size, ready=1),
+            "one low group whole and Ready, the other wholly held",
+            selector=K.selector("low"),
+        )
+    events = saved(tl, artifact_dir(tmp_path), "preempt", lws="low")
     after = K.groups_of(scenario.pods(K.selector("low")))
-    assert {p["metadata"]["uid"] for p in after[kept]} == uids_before[kept], "the surviving group was touched"
-    assert not {p["metadata"]["uid"] for p in after[evicted]} & uids_before[evicted], (
-        "some pods of the evicted group survived: the group was only partly evicted"
-    )
+    with claim("KUEUE-PREEMPT-001"):
+        assert {p["metadata"]["uid"] for p in after[kept]} == uids_before[kept], "the surviving group was touched"
+        assert not {p["metadata"]["uid"] for p in after[evicted]} & uids_before[evicted], (
+            "some pods of the evicted group survived: the group was only partly evicted"
+        )
+    with claim("KUEUE-PREEMPT-002"):
+        told = {
+            e.obj.get("uid"): e.obj["terminating_for"]
+            for e in events
+            if e.kind == "Pod" and e.obj.get("terminating_for")
+        }
+        want = "TerminationTarget/WorkloadEvictedDueToPreempted"
+        wrong = {names_before[u]: told.get(u) for u in sorted(uids_before[evicted]) if told.get(u) != want}
+        assert not wrong, (
+            f"evicted pods not marked {want} (condition type/reason) before their deletion: {wrong} "
+            f"(timeline: {artifact_dir(tmp_path) / 'preempt.timeline.json'})"
+        )
     victim = workloads.lws_workload_name("low", low_uid, evicted)
-    K.wait_workloads(
-        scenario,
-        low_uid,
-        lambda ws: [
-            w
-            for w in ws
-            if w["metadata"]["name"] == victim and P.condition(w, "Preempted") == "True" and not K.quota_reserved(w)
-        ],
-        f"{victim} Preempted=True and without quota",
-    )
-    escaped = scenario.observe_pods(K.leak(evicted), K.OBSERVE_SECONDS, selector=K.selector("low"))
-    assert escaped is None, escaped
+    with claim("KUEUE-PREEMPT-001"):
+        K.wait_workloads(
+            scenario,
+            low_uid,
+            lambda ws: [
+                w
+                for w in ws
+                if w["metadata"]["name"] == victim and P.condition(w, "Preempted") == "True" and not K.quota_reserved(w)
+            ],
+            f"{victim} Preempted=True and without quota",
+        )
+        escaped = scenario.observe_pods(K.leak(evicted), K.OBSERVE_SECONDS, selector=K.selector("low"))
+        assert escaped is None, escaped
 
-    K.delete_lws(scenario, "high")
-    scenario.wait_pods(K.all_ready(2, size), "the evicted group re-admitted whole", selector=K.selector("low"))
+        K.delete_lws(scenario, "high")
+        scenario.wait_pods(K.all_ready(2, size), "the evicted group re-admitted whole", selector=K.selector("low"))

@@ -18,6 +18,7 @@ import pytest
 
 from lws_conformance import images, workloads
 from lws_conformance.claims import Claims
+from lws_conformance.errors import Failures
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import WaitTimeout, wait_for
 from lws_conformance.observe import artifact_dir, record, saved
@@ -26,6 +27,7 @@ from lws_conformance.scenario import Scenario
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
+MANAGED = "kueue.x-k8s.io/managed"  # the label Kueue puts on the pods it manages
 
 
 def _quota(cluster: ClusterHandle, gpus: int) -> dict[str, str]:
@@ -407,15 +409,18 @@ def _manages_unlabelled(scenario: Scenario) -> bool:
 @pytest.mark.requirement("KUEUE-UNQUEUED-001")
 def test_lws_without_queue_name_is_not_managed_by_default(scenario: Scenario, lwsc_cluster: ClusterHandle) -> None:
     """manageJobsWithoutQueueName false: an LWS without the queue-name label starts at once, no pod
-    of it ever carries Kueue's admission gate (every watch event), and Kueue creates no Workload."""
+    of it ever carries Kueue's admission gate or its managed label (every watch event), and Kueue
+    creates no Workload."""
     if _manages_unlabelled(scenario):
         pytest.skip("this cluster's Kueue has manageJobsWithoutQueueName: true")
     replicas, size = 2, 2
     obj = workloads.lws("nq", replicas=replicas, size=size)
     gated: set[str] = set()
+    labelled: set[str] = set()
 
     def check(pods: list[Obj]) -> Any:
         gated.update(p["metadata"]["name"] for p in pods if P.gated(p))
+        labelled.update(p["metadata"]["name"] for p in pods if (p["metadata"].get("labels") or {}).get(MANAGED))
         return K.all_ready(replicas, size)(pods)
 
     wait_for(
@@ -429,7 +434,14 @@ def test_lws_without_queue_name_is_not_managed_by_default(scenario: Scenario, lw
         namespace=scenario.namespace,
         label_selector=K.selector("nq"),
     )
-    assert not gated, f"pods {sorted(gated)} of an LWS without a queue name were held by Kueue's admission gate"
     uid = K.lws_uid(scenario, "nq")
     listing: Any = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))
-    assert not listing["items"], f"Kueue created Workloads {[w['metadata']['name'] for w in listing['items']]}"
+    problems = []
+    if gated:
+        problems.append(f"pods {sorted(gated)} of an LWS without a queue name were held by Kueue's admission gate")
+    if labelled:
+        problems.append(f"pods {sorted(labelled)} of an LWS without a queue name were labelled {MANAGED}")
+    if listing["items"]:
+        problems.append(f"Kueue created Workloads {[w['metadata']['name'] for w in listing['items']]}")
+    if problems:
+        raise Failures(problems)
