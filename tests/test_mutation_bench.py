@@ -221,3 +221,18 @@ def test_families_usage_errors_exit_2_before_any_work(argv: list[str], message: 
     )
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr.splitlines()[-1]
+
+
+def test_a_triage_file_that_does_not_parse_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A survivor's triage written with a stray `: ` is refused before any mutant is built, with
+    the line to fix (a run would otherwise lose its results at the first save)."""
+    triage = tmp_path / "triage.yaml"
+    good = (ROOT / "benchmarks" / "mutation" / "triage.yaml").read_text()
+    triage.write_text(good + "- id: x\n  requirement: KUEUE-X (with a gate on: a case)\n")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "mutation" / "run"), "--triage", str(triage), "--list"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.splitlines()[-1]
+    assert "does not parse" in last and f"at line {len(good.splitlines()) + 2}" in last, last
