@@ -381,3 +381,55 @@ def test_recorded_v090_three_role_rollout_holds_every_invariant() -> None:
     assert disagg.check(events, "tri") == []
     rows = disagg.observed_rows(events, "tri", ["prefill", "decode", "router"])
     assert rows[0][1] == (3, 2, 1, 0, 0, 0) and rows[-1][1] == (0, 0, 0, 3, 2, 1)
+
+
+def _service(sim: Sim, role: str, rev: str, etype: str) -> None:
+    labels = {DS_NAME: "ds", DS_ROLE: role, DS_REVISION: rev}
+    sim.emit("Service", etype, {"name": f"ds-{rev}-{role}-prv", "labels": labels})
+
+
+def _two_revisions() -> Sim:
+    sim = Sim({"prefill": 1, "decode": 1})
+    sim.create("a", {"prefill": 1, "decode": 1})
+    for role in ROLES:
+        _service(sim, role, "a", "ADDED")
+    sim.create("b", {"prefill": 1, "decode": 1})
+    return sim
+
+
+def test_deleting_the_services_of_a_revision_that_still_serves_in_every_role_is_caught() -> None:
+    """As under a mutant of the Service cleanup: the old revision's Services go at the rollout's
+    start, while both of its roles still have a ready replica. One violation per Service."""
+    sim = _two_revisions()
+    for role in ROLES:
+        _service(sim, role, "a", "DELETED")
+    found = disagg.check(sim.events, "ds", only=["ds-services-kept"])
+    assert [v.objects for v in found] == [("Service/ds-a-prefill-prv",), ("Service/ds-a-decode-prv",)]
+    assert "still has a ready replica" in found[0].message
+
+
+def test_services_deleted_once_a_role_of_their_revision_has_no_ready_replica_pass() -> None:
+    sim = _two_revisions()
+    sim.scale("decode", "a", 0)
+    for role in ROLES:
+        _service(sim, role, "a", "DELETED")
+    assert disagg.check(sim.events, "ds", only=["ds-services-kept"]) == []
+
+
+def test_services_of_a_revision_without_a_role_of_the_spec_may_go() -> None:
+    """A role added to the set: the old revision has no LWS of it, so it no longer serves whole."""
+    sim = _two_revisions()
+    sim.emit(
+        "DisaggregatedSet",
+        "MODIFIED",
+        {"name": "ds", "roles": [{"name": r, "replicas": 1, "template": "t"} for r in (*ROLES, "router")]},
+    )
+    _service(sim, "prefill", "a", "DELETED")
+    assert disagg.check(sim.events, "ds", only=["ds-services-kept"]) == []
+
+
+def test_services_garbage_collected_with_their_set_pass() -> None:
+    sim = _two_revisions()
+    sim.emit("DisaggregatedSet", "DELETED", {"name": "ds"})
+    _service(sim, "prefill", "a", "DELETED")
+    assert disagg.check(sim.events, "ds", only=["ds-services-kept"]) == []

@@ -411,23 +411,34 @@ def one_domain_each[K: (str, int)](placed: Mapping[K, set[str]]) -> tuple[dict[K
     return split, {d: ks for d, ks in owners.items() if len(ks) > 1}
 
 
-def rank_order_breaks(placed: Mapping[int, str]) -> list[str]:
-    """TAS rank ordering (KUEUE-TAS-005): pods sorted by their index must fill nodes one after the
-    other: each node's pods a contiguous index range, the nodes in ascending name order (Kueue
-    assigns a podset's pods to the domain's nodes in that order). `placed`: pod index -> node.
-    Returns what breaks it (empty: ordered)."""
-    seq = [placed[i] for i in sorted(placed)]
+def _rank_runs(placed: Mapping[int, str]) -> list[str]:
+    """The nodes of `placed` (pod index -> node) in index order, one entry per run of equal nodes."""
     runs: list[str] = []
-    for node in seq:
+    for node in (placed[i] for i in sorted(placed)):
         if not runs or runs[-1] != node:
             runs.append(node)
-    out = []
+    return runs
+
+
+def rank_ranges_broken(placed: Mapping[int, str]) -> list[str]:
+    """TAS rank packing (KUEUE-TAS-005): pods sorted by their index must fill nodes one after the
+    other, each node's pods a contiguous index range. `placed`: pod index -> node. Returns what
+    breaks it (empty: packed)."""
+    runs = _rank_runs(placed)
     split = sorted({n for n in runs if runs.count(n) > 1})
-    if split:
-        out.append(f"node(s) {split} hold non-contiguous indexes: {dict(sorted(placed.items()))}")
-    if runs != sorted(runs):
-        out.append(f"nodes in index order {runs} are not in ascending name order")
-    return out
+    if not split:
+        return []
+    return [f"node(s) {split} hold non-contiguous indexes: {dict(sorted(placed.items()))}"]
+
+
+def rank_nodes_unordered(placed: Mapping[int, str]) -> list[str]:
+    """TAS rank order across nodes (KUEUE-TAS-009): the nodes, taken in index order, must come in
+    ascending name order (Kueue orders equally free domains by their level values and hands out
+    ranks in the assignment's order). Returns what breaks it (empty: ordered)."""
+    runs = _rank_runs(placed)
+    if runs == sorted(runs):
+        return []
+    return [f"nodes in index order {runs} are not in ascending name order"]
 
 
 def upgrade_disturbances(events: Sequence[WatchEvent], lws_name: str) -> list[str]:

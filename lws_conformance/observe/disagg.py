@@ -11,6 +11,9 @@ step (KEP-766). What is checked, per event of the resourceVersion-ordered timeli
   readyReplicas == replicas in between (the KEP's stability check);
 - `ds-drain`: once a role of an old revision is at 0, every role of that revision goes to 0 before
   any other LWS is rescaled, none grows again, and none is deleted while a sibling has replicas;
+- `ds-services-kept`: no Service of a revision (recorded when the timeline has Services) is
+  deleted while every role of the set's spec has an LWS of that revision with a ready replica:
+  a revision that still serves in every role keeps the Services a load balancer routes by;
 - `ds-decoupled`: no step rescales both an old- and a new-revision LWS. A step is what the
   controller writes between two observations of the new revision stable (every role's LWS with
   readyReplicas == replicas, the controller's own gate before it computes the next step); a step
@@ -40,7 +43,7 @@ from typing import Any
 from .invariants import Violation
 from .timeline import DS_NAME, DS_REVISION, DS_ROLE, GROUP_INDEX, NAME, Event, Obj
 
-INVARIANTS = ("ds-surge", "ds-availability", "ds-stability", "ds-drain", "ds-decoupled")
+INVARIANTS = ("ds-surge", "ds-availability", "ds-stability", "ds-drain", "ds-decoupled", "ds-services-kept")
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ class DsState:
     ds: Obj | None = None
     lws: dict[str, Obj] = field(default_factory=dict)
     pods: dict[str, Obj] = field(default_factory=dict)
+    services: dict[str, Obj] = field(default_factory=dict)
     revisions: list[str] = field(default_factory=list)  # in order of first appearance
     index: int = -1
     event: Event | None = None
@@ -120,7 +124,8 @@ def new_revision_stable(st: DsState) -> bool:
 
 
 def replay(events: Sequence[Event], ds_name: str) -> Iterator[DsState]:
-    """Yield the state after each event concerning `ds_name` (its DisaggregatedSet, LWSs, pods)."""
+    """Yield the state after each event concerning `ds_name` (its DisaggregatedSet, LWSs, pods,
+    Services)."""
     st = DsState(ds_name)
     children: set[str] = set()
     for i, ev in enumerate(events):
@@ -137,11 +142,12 @@ def replay(events: Sequence[Event], ds_name: str) -> Iterator[DsState]:
                 st.lws.pop(ev.name, None)
             else:
                 st.lws[ev.name] = ev.obj
-        elif ev.kind == "Pod" and labels.get(DS_NAME) == ds_name:
+        elif ev.kind in ("Pod", "Service") and labels.get(DS_NAME) == ds_name:
+            into = st.pods if ev.kind == "Pod" else st.services
             if gone:
-                st.pods.pop(ev.name, None)
+                into.pop(ev.name, None)
             else:
-                st.pods[ev.name] = ev.obj
+                into[ev.name] = ev.obj
         else:
             continue
         st.index, st.event = i, ev
@@ -177,7 +183,9 @@ def check(events: Sequence[Event], ds_name: str, only: Sequence[str] | None = No
     stretch of consecutive failing checks of one key (see the module docstring)."""
     names = set(only if only is not None else INVARIANTS)
     checkers: list[_Checker] = [
-        c for c in (_Surge(), _Availability(), _Stability(), _Drain(), _Decoupled()) if c.name in names
+        c
+        for c in (_Surge(), _Availability(), _Stability(), _Drain(), _Decoupled(), _ServicesKept())
+        if c.name in names
     ]
     found: list[Violation] = []
     open_: set[tuple[str, object]] = set()
@@ -324,6 +332,30 @@ class _Drain(_Checker):
         if rev != st.newest() and now == 0:
             self.draining.add(rev)
         self.draining = {r for r in self.draining if any(replicas(s) > 0 for s in st.of(revision=r))}
+
+
+class _ServicesKept(_Checker):
+    name = "ds-services-kept"
+
+    def step(self, st: DsState) -> Checked:
+        """Key: the Service; checked at its deletion (or its deletionTimestamp) while the set exists."""
+        ev = st.event
+        if ev is None or ev.kind != "Service" or not (ev.type == "DELETED" or ev.obj.get("deleting")):
+            return
+        if st.ds is None or st.ds.get("deleting"):
+            return
+        rev = str((ev.obj.get("labels") or {}).get(DS_REVISION))
+        ready: dict[str, int] = {}
+        for s in st.of(revision=rev):
+            role = str((s.get("labels") or {}).get(DS_ROLE))
+            ready[role] = ready.get(role, 0) + int((s.get("status") or {}).get("readyReplicas", 0))
+        roles = sorted(st.roles())
+        serving = bool(roles) and all(ready.get(r, 0) >= 1 for r in roles)
+        msg = (
+            f"Service {ev.name} of revision {rev} deleted while every role of that revision still has a "
+            f"ready replica (readyReplicas {ready})"
+        )
+        yield ev.name, _violation(self.name, st, msg, [f"Service/{ev.name}"]) if serving else None
 
 
 def row(st: DsState, roles: Sequence[str]) -> Row:

@@ -54,7 +54,8 @@ def sources(
     api: client.ApiClient, namespace: str, *, workloads: bool | None = None, disaggregated: bool = False
 ) -> list[Source]:
     """The kinds a rollout test needs. `workloads=None` records Kueue Workloads iff the CRD exists;
-    `disaggregated` adds DisaggregatedSets (LWS >= v0.9.0)."""
+    `disaggregated` adds DisaggregatedSets (LWS >= v0.9.0) and Services (the sets' per-revision
+    Services)."""
     core, apps, custom = client.CoreV1Api(api), client.AppsV1Api(api), client.CustomObjectsApi(api)
     out = [
         Source(
@@ -84,6 +85,7 @@ def sources(
     if disaggregated:
         kw = {"group": DISAGG[0], "version": DISAGG[1], "namespace": namespace, "plural": DISAGG[2]}
         out.append(Source("DisaggregatedSet", custom.list_namespaced_custom_object, kw))
+        out.append(Source("Service", core.list_namespaced_service, {"namespace": namespace}))
     return out
 
 

@@ -39,7 +39,7 @@ DS_INITIAL = DS_PREFIX + "initial-replicas"
 TERMINATION_CONDITIONS = ("DisruptionTarget", "TerminationTarget")
 KEPT_LABELS = (NAME, GROUP_INDEX, WORKER_INDEX, REVISION, "kueue.x-k8s.io/queue-name", DS_NAME, DS_ROLE, DS_REVISION)
 KEPT_ANNOTATIONS = (SIZE, REPLICAS, LEADER_NAME, DS_INITIAL)
-KINDS = ("LeaderWorkerSet", "StatefulSet", "Pod", "ControllerRevision", "Workload", "DisaggregatedSet")
+KINDS = ("LeaderWorkerSet", "StatefulSet", "Pod", "ControllerRevision", "Workload", "DisaggregatedSet", "Service")
 SCHEMA = 1
 
 

@@ -161,6 +161,20 @@ def wait_lws(sc: Scenario, check: Any, condition: str, timeout: float = 90) -> A
     )
 
 
+def wait_replicas(sc: Scenario, set_name: str, want: dict[str, int], condition: str, timeout: float = 90) -> None:
+    """Wait until each role of `want` has LWSs whose spec.replicas add up to the wanted replicas
+    (whether or not they are ready yet)."""
+
+    def carried(objs: list[Obj]) -> bool | None:
+        have: dict[str, int] = {}
+        for o in children(objs, set_name):
+            r = o["metadata"]["labels"].get(ROLE)
+            have[r] = have.get(r, 0) + int(o["spec"].get("replicas", 1))
+        return have == want or None
+
+    wait_lws(sc, carried, condition, timeout)
+
+
 def wait_roles(
     sc: Scenario, set_name: str, want: dict[str, int], condition: str, timeout: float = 90
 ) -> dict[str, Obj]:

@@ -1,10 +1,11 @@
 """Coordinated rolling updates of a DisaggregatedSet, checked at every watch event (KEP-766).
 
-The recorder watches the DisaggregatedSet, its LWSs and their pods; `observe.disagg` replays the
+The recorder watches the DisaggregatedSet, its LWSs, their pods and Services; `observe.disagg` replays the
 timeline and checks the KEP's properties per role at every event: surge (old + new <= replicas +
 maxSurge), availability (ready groups >= replicas - maxUnavailable), the stability check (no LWS
 rescaled twice without the new revision seen ready in between), the coordinated drain and the
-decoupled steps (no step rescales both old and new). Each distinct violation is its own failure of
+decoupled steps (no step rescales both old and new) and the Services (none of a revision deleted
+while it still serves in every role). Each distinct violation is its own failure of
 its requirement. The KEP's own example is also compared with the KEP's step table. The evidence
 (timeline JSON, the LWS picture and a per-role DisaggregatedSet picture) is kept.
 """
@@ -35,6 +36,7 @@ CLAIMED = {
     "ds-stability": "ROLL-DSSTABLE-001",
     "ds-drain": "ROLL-DSDRAIN-001",
     "ds-decoupled": "ROLL-DSSTEP-001",
+    "ds-services-kept": "LWS-DSSVC-003",
 }
 KEP_TABLE = disagg.KEP_766_EXAMPLE_1
 ROLLOUT_SECONDS = 180  # a 7-step rollout of 5 + 2 groups takes ~30 s here; scaled by timeouts.scale

@@ -209,6 +209,7 @@ def _wait_status(sc: Scenario, ok: Any) -> Obj:
 
 @pytest.mark.requirement("LWS-DSSCALE-001")
 @pytest.mark.requirement("LWS-DSISOL-001")
+@pytest.mark.requirement("LWS-DSCHILD-002")
 def test_scaling_a_role_and_restarting_a_group(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
     sc = scenario
     with record(sc.api, sc.namespace, disaggregated=True) as tl:
@@ -216,8 +217,10 @@ def test_scaling_a_role_and_restarting_a_group(scenario: Scenario, claim: Claims
         before = D.wait_roles(sc, "sc", {"prefill": 2, "decode": 1}, "one ready LWS per role")
         rev = before["prefill"]["metadata"]["labels"][D.REVISION]
         decode_uids = {p["metadata"]["uid"] for p in sc.pods(f"{D.ROLE}=decode")}
+        D.json_patch(sc, "sc", [{"op": "replace", "path": "/spec/roles/0/spec/replicas", "value": 3}])
+        with claim("LWS-DSCHILD-002"):
+            D.wait_replicas(sc, "sc", {"prefill": 3, "decode": 1}, "the prefill LWS carries the role's 3 replicas")
         with claim("LWS-DSSCALE-001"):
-            D.json_patch(sc, "sc", [{"op": "replace", "path": "/spec/roles/0/spec/replicas", "value": 3}])
             after = D.wait_roles(sc, "sc", {"prefill": 3, "decode": 1}, "prefill scaled to 3 in place")
             assert {r: o["metadata"]["uid"] for r, o in after.items()} == {
                 r: o["metadata"]["uid"] for r, o in before.items()
@@ -236,10 +239,12 @@ def test_scaling_a_role_and_restarting_a_group(scenario: Scenario, claim: Claims
             selector=f"{D.ROLE}=prefill",
         )
         D.wait_roles(sc, "sc", {"prefill": 3, "decode": 1}, "every group ready again")
+        # down to 1 as well: the replicas an LWS without spec.replicas would have, so a wrong read of
+        # the LWS's own replicas would skip this scale-down
+        D.json_patch(sc, "sc", [{"op": "replace", "path": "/spec/roles/0/spec/replicas", "value": 1}])
+        with claim("LWS-DSCHILD-002"):
+            D.wait_replicas(sc, "sc", {"prefill": 1, "decode": 1}, "the prefill LWS carries the role's 1 replica")
         with claim("LWS-DSSCALE-001"):
-            # down to 1 as well: the replicas an LWS without spec.replicas would have, so a wrong
-            # read of the LWS's own replicas would skip this scale-down
-            D.json_patch(sc, "sc", [{"op": "replace", "path": "/spec/roles/0/spec/replicas", "value": 1}])
             down = D.wait_roles(sc, "sc", {"prefill": 1, "decode": 1}, "prefill scaled down to 1 in place")
             assert {r: o["metadata"]["uid"] for r, o in down.items()} == {
                 r: o["metadata"]["uid"] for r, o in before.items()

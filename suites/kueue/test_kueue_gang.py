@@ -43,8 +43,9 @@ def _gang_lws(
 
 
 @pytest.mark.requirement("KUEUE-GANG-001")
+@pytest.mark.requirement("KUEUE-PODSET-001")
 def test_every_group_gets_its_own_workload_and_runs_whole(
-    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, claim: Claims
 ) -> None:
     replicas, size = 2, 3
     K.plain_queue(scenario, unique, _quota(lwsc_cluster.topology, replicas * size))
@@ -69,6 +70,17 @@ def test_every_group_gets_its_own_workload_and_runs_whole(
         assert podsets == {"leader": 1, "worker": size - 1}, f"{name}: podSets {podsets} do not cover one whole group"
         owners = {(o["kind"], o["uid"]) for o in wl["metadata"].get("ownerReferences") or []}
         assert ("LeaderWorkerSet", uid) in owners, f"{name} is not owned by the LWS"
+        with claim("KUEUE-PODSET-001"):
+            requests = {ps["name"]: ps.get("topologyRequest") for ps in wl["spec"]["podSets"]}
+            assert requests["leader"] is None, (
+                f"{name}: the leader podSet of an LWS without topology annotations has topologyRequest "
+                f"{requests['leader']!r}"
+            )
+            worker = requests["worker"]
+            asked = {k: worker[k] for k in ("required", "preferred", "unconstrained") if worker and k in worker}
+            assert worker is None or (worker.get("podIndexLabel") == P.WORKER_INDEX and not asked), (
+                f"{name}: the worker podSet's topologyRequest {worker!r} is not just podIndexLabel {P.WORKER_INDEX}"
+            )
     for p in pods:
         idx = int(p["metadata"]["labels"][P.GROUP_INDEX])
         group = P.kueue_pod_group(p)

@@ -86,8 +86,9 @@ def test_queue_name_change_on_running_lws_is_rejected(
 
 
 @pytest.mark.requirement("KUEUE-TAS-005")
+@pytest.mark.requirement("KUEUE-TAS-009")
 def test_tas_places_workers_in_rank_order_within_the_rack(
-    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, claim: Claims
 ) -> None:
     """Workers at a quarter (or half) of a node's GPUs each, exactly filling one rack (required
     rack): worker indexes fill the rack's nodes one after the other, in node order (1-4 on the
@@ -117,5 +118,9 @@ def test_tas_places_workers_in_rank_order_within_the_rack(
     placed = {int(p["metadata"]["labels"][WORKER_INDEX]): p["spec"]["nodeName"] for p in workers_only}
     racks = set(K.node_labels(scenario, workers_only, t.rack_label).values())
     assert len(racks) == 1, f"the workers spread over racks {sorted(racks)} despite a required rack"
-    wrong = P.rank_order_breaks(placed)
-    assert not wrong, f"worker ranks not in node order within the rack: {wrong}"
+    with claim("KUEUE-TAS-005"):
+        broken = P.rank_ranges_broken(placed)
+        assert not broken, f"consecutive worker ranks not packed node by node within the rack: {broken}"
+    with claim("KUEUE-TAS-009"):
+        unordered = P.rank_nodes_unordered(placed)
+        assert not unordered, f"worker ranks not in node name order within the rack: {unordered}"
