@@ -33,7 +33,6 @@ def test_should_and_deviation_only(claim):
 
 @pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("LWS-VALID-003")
-@pytest.mark.requirement("ROLL-SIZE-001")
 def test_sibling_not_applicable(claim):
     with claim("LWS-VALID-003"):
         assert False, "v0.9.0 does not validate this"
@@ -87,7 +86,6 @@ def test_known_deviation_and_should_warning_make_an_xfail_and_exit_0(pytester: p
     assert rows["LWS-VALID-003"]["verdict"] == "not-applicable"
     assert rows["ROLL-REV-001"]["verdict"] == "passed"
     assert rows["LWS-NAME-001"]["verdict"] == "not-run"
-    assert rows["ROLL-SIZE-001"]["verdict"] == "not-run"  # marked, but no claim checked it: no pass
     assert rows["ROLL-COND-002"]["level"] == "SHOULD" and rows["ROLL-SURGE-001"]["level"] == "MUST"
     assert any(s["url"].startswith("https://") for s in rows["ROLL-SURGE-001"]["sources"])
     assert _exit_code(0, pytester.path / "report") == 0
@@ -231,3 +229,40 @@ def test_a_failure_outside_every_claim_never_leaves_a_claimed_requirement_passed
     _result, rows = _run(pytester, test_o=OUTSIDE)
     row = rows["ROLL-SURGE-001"]
     assert row["verdict"] == "error" and "outside its claims" in row["detail"] and "no claim covers" in row["detail"]
+
+
+UNCLAIMED = '''
+import pytest
+
+@pytest.mark.requirement("ROLL-SURGE-001")
+@pytest.mark.requirement("ROLL-AVAIL-001")
+def test_claims_one_of_two(claim):
+    assert True  # ROLL-AVAIL-001's checks, outside every claim
+    with claim("ROLL-SURGE-001"):
+        assert True
+
+@pytest.mark.requirement("ROLL-SURGE-001")
+@pytest.mark.requirement("ROLL-AVAIL-001")
+@pytest.mark.parametrize("rid", ["ROLL-SURGE-001", "ROLL-AVAIL-001"])
+def test_one_requirement_per_case(claim, rid):
+    with claim(rid):
+        assert True
+'''
+
+
+@pytest.mark.usefixtures("plugin_pytester")
+def test_a_requirement_a_test_never_claims_is_an_error_not_a_silent_not_run(pytester: pytest.Pytester) -> None:
+    """A test that claims some of its requirements and never claims another checked nothing under
+    that one's name: the requirement reads error (exit 3), the test fails naming it; the cases of a
+    parametrized test may each claim their own."""
+    result, rows = _run(pytester, test_u=UNCLAIMED)
+    unclaimed = rows["ROLL-AVAIL-001"]
+    tests = {t["nodeid"].split("::")[-1]: t["verdict"] for t in unclaimed["tests"]}
+    assert tests == {
+        "test_claims_one_of_two": "error",
+        "test_one_requirement_per_case[ROLL-AVAIL-001]": "passed",
+    }, unclaimed["tests"]
+    assert unclaimed["verdict"] == "error" and "never entered claim('ROLL-AVAIL-001')" in unclaimed["detail"]
+    assert rows["ROLL-SURGE-001"]["verdict"] == "passed"
+    result.assert_outcomes(passed=2, failed=1)
+    assert result.ret != 0

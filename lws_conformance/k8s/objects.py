@@ -25,8 +25,20 @@ PLURALS = {
     "Topology": "topologies",
     "Workload": "workloads",
     "WorkloadPriorityClass": "workloadpriorityclasses",
+    "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+    "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
 }
-CLUSTER_SCOPED = {"ClusterQueue", "ResourceFlavor", "Topology", "WorkloadPriorityClass"}
+_KUEUE = "kueue.x-k8s.io/v1beta2"
+_ADMISSION = "admissionregistration.k8s.io/v1"
+# cluster-scoped kinds suites create (named per test), with the API version a sweep lists them by
+CLUSTER_SCOPED = {
+    "ClusterQueue": _KUEUE,
+    "ResourceFlavor": _KUEUE,
+    "Topology": _KUEUE,
+    "WorkloadPriorityClass": _KUEUE,
+    "ValidatingAdmissionPolicy": _ADMISSION,  # API faults a test injects (destructive tests only)
+    "ValidatingAdmissionPolicyBinding": _ADMISSION,
+}
 
 
 def gvp(obj_or_kind: dict[str, Any] | str, api_version: str | None = None) -> tuple[str, str, str]:
@@ -89,6 +101,18 @@ class Objects:
         )
         return cast(dict[str, Any], out)
 
+    def delete(self, kind: str, api_version: str, name: str, namespace: str | None = None) -> None:
+        """Delete one object now (a test's step, e.g. ending a fault it injected); gone already is fine."""
+        group, version, plural = gvp(kind, api_version)
+        try:
+            if kind in CLUSTER_SCOPED:
+                self.custom.delete_cluster_custom_object(group, version, plural, name)
+            else:
+                self.custom.delete_namespaced_custom_object(group, version, self._ns(namespace), plural, name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
     def _ns(self, namespace: str | None) -> str:
         ns = namespace or self.namespace
         assert ns, "a namespace is required"
@@ -109,18 +133,19 @@ class Objects:
 
 
 def list_cluster_scoped(api: client.ApiClient, selector: str) -> list[tuple[str, dict[str, Any]]]:
-    """(kind, object) for every cluster-scoped Kueue object matching `selector`; none if Kueue
-    is not installed on this cluster."""
+    """(kind, object) for every cluster-scoped object of `CLUSTER_SCOPED` matching `selector`; none
+    of the Kueue kinds if Kueue is not installed on this cluster, none of the admission policies
+    where the caller may not list them (the in-cluster runner, which may not create them either)."""
     custom = client.CustomObjectsApi(api)
     out: list[tuple[str, dict[str, Any]]] = []
-    for kind in sorted(CLUSTER_SCOPED):
-        group, version, plural = gvp(kind, "kueue.x-k8s.io/v1beta2")
+    for kind, api_version in sorted(CLUSTER_SCOPED.items()):
+        group, version, plural = gvp(kind, api_version)
         try:
             listing = cast(
                 dict[str, Any], custom.list_cluster_custom_object(group, version, plural, label_selector=selector)
             )
         except ApiException as exc:
-            if exc.status == 404:
+            if exc.status == 404 or (exc.status == 403 and api_version == _ADMISSION):
                 continue
             raise
         out += [(kind, item) for item in listing["items"]]
@@ -128,7 +153,7 @@ def list_cluster_scoped(api: client.ApiClient, selector: str) -> list[tuple[str,
 
 
 def sweep_run(api: client.ApiClient, run_id: str) -> None:
-    """Delete every namespace and cluster-scoped Kueue object labelled with `run_id`."""
+    """Delete every namespace and cluster-scoped object labelled with `run_id`."""
     selector = f"{RUN_LABEL}={run_id}"
     core = client.CoreV1Api(api)
     for ns in core.list_namespace(label_selector=selector).items:
@@ -139,7 +164,7 @@ def sweep_run(api: client.ApiClient, run_id: str) -> None:
                 raise
     custom = client.CustomObjectsApi(api)
     for kind, item in list_cluster_scoped(api, selector):
-        group, version, plural = gvp(kind, "kueue.x-k8s.io/v1beta2")
+        group, version, plural = gvp(kind, CLUSTER_SCOPED[kind])
         try:
             custom.delete_cluster_custom_object(group, version, plural, item["metadata"]["name"])
         except ApiException as exc:

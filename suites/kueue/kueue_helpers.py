@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes.client.exceptions import ApiException
 
 from lws_conformance import workloads
@@ -77,6 +78,20 @@ def set_quota(scenario: Scenario, unique: str, quota: dict[str, str]) -> None:
 def roomy(t: Topology) -> dict[str, str]:
     """Quota far above what the cluster holds, so quota is never what blocks a TAS test."""
     return {"cpu": "1000", "memory": "10000Gi", t.gpu_resource: str(t.nodes * t.gpus_per_node * 4)}
+
+
+def rack_of_ranked_workers(cluster: ClusterHandle, name: str) -> tuple[Obj, int]:
+    """One group whose workers, one GPU each, exactly fill one rack under a required rack (no podset
+    group: the leader is its own podset, in a rack of its own choosing): (the LWS, its worker
+    count). Many workers per node make a layout that only happens to be rank-ordered unlikely."""
+    t = cluster.topology
+    if t.gpus_per_node < 2:
+        pytest.skip(f"needs at least 2 GPUs per node, the profile has {t.gpus_per_node}")
+    workers = t.gpus_per_node * t.nodes_per_rack
+    obj = workloads.lws(name, replicas=1, size=workers + 1, queue=QUEUE)
+    workloads.set_requests(obj, "worker", {t.gpu_resource: "1"})
+    workloads.set_tas(obj, t.rack_label, group=None)
+    return obj, workers
 
 
 # -- Workloads ---------------------------------------------------------------------------------

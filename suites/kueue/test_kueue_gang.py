@@ -54,8 +54,9 @@ def test_every_group_gets_its_own_workload_and_runs_whole(
     pods = scenario.wait_pods(
         K.all_ready(replicas, size), "every pod of both groups ungated, bound and Ready", selector=K.selector("gang")
     )
-    assert P.names(pods) == P.expected_pod_names("gang", replicas, size)
-    assert not [p["metadata"]["name"] for p in pods if p["spec"].get("schedulingGates")], "pods kept a gate"
+    with claim("KUEUE-GANG-001"):
+        assert P.names(pods) == P.expected_pod_names("gang", replicas, size)
+        assert not [p["metadata"]["name"] for p in pods if p["spec"].get("schedulingGates")], "pods kept a gate"
 
     uid = K.lws_uid(scenario, "gang")
     expected = {workloads.lws_workload_name("gang", uid, i): i for i in range(replicas)}
@@ -66,10 +67,12 @@ def test_every_group_gets_its_own_workload_and_runs_whole(
         f"exactly the Workloads {sorted(expected)}, all Admitted",
     )
     for name, wl in wls.items():
-        podsets = {ps["name"]: ps["count"] for ps in wl["spec"]["podSets"]}
-        assert podsets == {"leader": 1, "worker": size - 1}, f"{name}: podSets {podsets} do not cover one whole group"
-        owners = {(o["kind"], o["uid"]) for o in wl["metadata"].get("ownerReferences") or []}
-        assert ("LeaderWorkerSet", uid) in owners, f"{name} is not owned by the LWS"
+        with claim("KUEUE-GANG-001"):
+            podsets = {ps["name"]: ps["count"] for ps in wl["spec"]["podSets"]}
+            whole = {"leader": 1, "worker": size - 1}
+            assert podsets == whole, f"{name}: podSets {podsets} do not cover one whole group"
+            owners = {(o["kind"], o["uid"]) for o in wl["metadata"].get("ownerReferences") or []}
+            assert ("LeaderWorkerSet", uid) in owners, f"{name} is not owned by the LWS"
         with claim("KUEUE-PODSET-001"):
             requests = {ps["name"]: ps.get("topologyRequest") for ps in wl["spec"]["podSets"]}
             assert requests["leader"] is None, (
@@ -82,9 +85,10 @@ def test_every_group_gets_its_own_workload_and_runs_whole(
                 f"{name}: the worker podSet's topologyRequest {worker!r} is not just podIndexLabel {P.WORKER_INDEX}"
             )
     for p in pods:
-        idx = int(p["metadata"]["labels"][P.GROUP_INDEX])
-        group = P.kueue_pod_group(p)
-        assert group and expected.get(group) == idx, f"pod {p['metadata']['name']} belongs to Kueue group {group}"
+        with claim("KUEUE-GANG-001"):
+            idx = int(p["metadata"]["labels"][P.GROUP_INDEX])
+            group = P.kueue_pod_group(p)
+            assert group and expected.get(group) == idx, f"pod {p['metadata']['name']} belongs to Kueue group {group}"
 
 
 @pytest.mark.requirement("KUEUE-GANG-002")

@@ -410,3 +410,39 @@ def test_leader_placed_on_the_one_host_with_its_resource(
     )
     want = {"cpu": ["worker"] * 4, "gpu": ["leader"]}
     assert got == want, f"pods per node {got}, the one layout that fits: {want}"
+
+
+@pytest.mark.requirement("KUEUE-TAS-010")
+def test_replaced_workers_are_ungated_every_time(scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str) -> None:
+    """Workers exactly filling one required rack, restartPolicy None: two workers (the lowest and
+    the highest index) deleted one after the other. Each replacement is created behind Kueue's gates and must be
+    ungated and run: the TopologyUngater keeps the PodSet's pods ungated in the assigned number, not
+    only at admission. The second deletion finds the first replacement and every other worker
+    already ungated, which the ungater must tell apart from pods it still has to release. (Where a
+    replacement lands is not a check here: the rack is full, so the slot its predecessor freed is
+    the only one that can hold it.)"""
+    obj, workers = K.rack_of_ranked_workers(lwsc_cluster, "rr")
+    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    K.tas_queue(scenario, lwsc_cluster, unique, K.roomy(lwsc_cluster.topology))
+    scenario.create(obj)
+    pods = scenario.wait_pods(K.all_ready(1, workers + 1), "the group Ready", selector=K.selector("rr"))
+    for name in ("rr-0-1", f"rr-0-{workers}"):  # on the rack's first and last node
+        old = next(p["metadata"]["uid"] for p in pods if p["metadata"]["name"] == name)
+
+        def replaced(objs: list[Obj], name: str = name, old: str = old) -> list[Obj] | None:
+            fresh = next((p for p in P.live(objs) if p["metadata"]["name"] == name), None)
+            if not fresh or fresh["metadata"]["uid"] == old:
+                return None
+            return K.all_ready(1, workers + 1)(objs)
+
+        pods = wait_for(
+            scenario.api,
+            scenario.core.list_namespaced_pod,
+            K.act_then_wait(lambda name=name: scenario.core.delete_namespaced_pod(name, scenario.namespace), replaced),
+            what=f"pods of {scenario.namespace}/rr",
+            condition=f"{name} deleted, replaced (new UID), ungated and Ready: the group Ready again",
+            timeout=60,
+            diagnose=scenario.diagnose,
+            namespace=scenario.namespace,
+            label_selector=K.selector("rr"),
+        )

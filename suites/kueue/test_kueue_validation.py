@@ -90,20 +90,15 @@ def test_queue_name_change_on_running_lws_is_rejected(
 def test_tas_places_workers_in_rank_order_within_the_rack(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, claim: Claims
 ) -> None:
-    """Workers at a quarter (or half) of a node's GPUs each, exactly filling one rack (required
-    rack): worker indexes fill the rack's nodes one after the other, in node order (1-4 on the
-    first node, ...). The ClusterQueue has no GPU quota until every pod of the group exists, so
-    Kueue's ungater meets all of them gated at once: ungated one by one as they appear, pods would
-    land in creation order whether or not Kueue ordered them by rank."""
+    """Workers at one GPU each, exactly filling one rack (required rack): worker indexes fill the
+    rack's nodes one after the other, in node order (1-8 on the first node, ...). The ClusterQueue
+    has no GPU quota until every pod of the group exists, so Kueue's ungater meets all of them
+    gated at once: ungated one by one as they appear, pods would land in creation order whether or
+    not Kueue ordered them by rank. With eight workers a node, a Kueue that ignored ranks would
+    pack them by index only by rare chance."""
     t = lwsc_cluster.topology
-    per_node = next((k for k in (4, 2) if t.gpus_per_node % k == 0), 0)
-    if not per_node:
-        pytest.skip(f"needs gpus_per_node divisible by 2, the profile has {t.gpus_per_node}")
-    workers = per_node * t.nodes_per_rack
+    obj, workers = K.rack_of_ranked_workers(lwsc_cluster, "rk")
     K.tas_queue(scenario, lwsc_cluster, unique, {**K.roomy(t), t.gpu_resource: "0"})
-    obj = workloads.lws("rk", replicas=1, size=workers + 1, queue=K.QUEUE)
-    workloads.set_requests(obj, "worker", {t.gpu_resource: str(t.gpus_per_node // per_node)})
-    workloads.set_tas(obj, t.rack_label, group=None)
     scenario.create(obj)
     scenario.wait_pods(
         lambda pods: pods if len(P.live(pods)) == workers + 1 and all(P.gated(p) for p in pods) else None,
