@@ -88,6 +88,7 @@ class Profile:
     kueue_manage_unlabelled: bool = False  # kueue.manage_jobs_without_queue_name
     # kueue.pods_ready_timeout_seconds and kueue.pods_ready_backoff_base_seconds (None: Kueue's own)
     kueue_pods_ready: tuple[int, int | None] | None = None
+    kueue_feature_gates: dict[str, bool] = dataclasses.field(default_factory=dict)  # kueue.feature_gates
     # build.go_replace.<component>: module -> version or absolute directory, a go.mod replace line
     # each in that component's build (a dependency the module proxy does not serve)
     go_replace: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
@@ -153,11 +154,14 @@ def _read(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def _check_keys(data: Any, schema: Any, where: str) -> None:
-    """Reject any key of `data` that the default schema does not have."""
+    """Reject any key of `data` that the default schema does not have; an empty mapping in the
+    schema (kueue.feature_gates) takes any key, its values checked where the profile is built."""
     if not isinstance(schema, dict):
         return
     if not isinstance(data, dict):
         raise UserError(f"profile key '{where}' must be a mapping")
+    if not schema:
+        return
     for key, value in data.items():
         if key not in schema:
             path = f"{where}.{key}" if where else key
@@ -219,6 +223,18 @@ def _pods_ready(kueue: dict[str, Any]) -> tuple[int, int | None] | None:
             raise ValueError("kueue.pods_ready_backoff_base_seconds needs kueue.pods_ready_timeout_seconds")
         return None
     return timeout, backoff
+
+
+def _feature_gates(kueue: dict[str, Any]) -> dict[str, bool]:
+    gates = kueue.get("feature_gates") or {}
+    if not isinstance(gates, dict):
+        raise ValueError(f"kueue.feature_gates must be a mapping of gate names to true or false, got {gates!r}")
+    for gate, on in gates.items():
+        if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", str(gate)) or not isinstance(on, bool):
+            raise ValueError(
+                f"kueue.feature_gates.{gate} must be a gate name (e.g. ShortWorkloadNames) set to true or false"
+            )
+    return {str(g): bool(on) for g, on in gates.items()}
 
 
 def _go_replace(build: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -311,5 +327,6 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
         snapshots=snapshots,
         kueue_manage_unlabelled=manage,
         kueue_pods_ready=pods_ready,
+        kueue_feature_gates=_feature_gates(data["kueue"]),
         go_replace=_go_replace(data.get("build") or {}),
     )

@@ -94,6 +94,22 @@ def test_wait_for_pods_ready_is_off_by_default_and_reaches_kueues_config_when_se
         load_profile("default", ["kueue.pods_ready_backoff_base_seconds=2"])
 
 
+def test_kueue_feature_gates_are_names_with_booleans_that_reach_kueues_config(tmp_path: Path) -> None:
+    from lws_conformance.install.controllers import kueue_config
+
+    assert load_profile().kueue_feature_gates == {}
+    on = load_profile("default", ["kueue.feature_gates.ShortWorkloadNames=true"]).kueue_feature_gates
+    assert on == {"ShortWorkloadNames": True}
+    gates = kueue_config(1, 2, 3, tmp_path, feature_gates=on)["featureGates"]
+    assert gates == {"VisibilityOnDemand": False, "ShortWorkloadNames": True}
+    assert kueue_config(1, 2, 3, tmp_path)["featureGates"] == {"VisibilityOnDemand": False}
+    for bad in ("kueue.feature_gates.ShortWorkloadNames=maybe", "kueue.feature_gates.short-names=true"):
+        with pytest.raises(UserError, match="kueue.feature_gates.* must be a gate name .* set to true or false"):
+            load_profile("default", [bad])
+    with pytest.raises(UserError, match="'kueue.feature_gates' must be a mapping"):
+        load_profile("default", ["kueue.feature_gates=ShortWorkloadNames"])
+
+
 def test_private_clusters_run_their_own_node_grace() -> None:
     p = load_profile()
     assert (p.node_grace_seconds, p.private().node_grace_seconds) == (40, 20)

@@ -36,9 +36,11 @@ def kueue_config(
     cert_dir: Path,
     manage_unlabelled: bool = False,
     pods_ready: tuple[int, int | None] | None = None,
+    feature_gates: dict[str, bool] | None = None,
 ) -> dict[str, Any]:
     """`pods_ready`: (timeout, backoffBaseSeconds) of waitForPodsReady, the backoff None for Kueue's
-    own; `pods_ready` None leaves waitForPodsReady out of the configuration (Kueue's default)."""
+    own; `pods_ready` None leaves waitForPodsReady out of the configuration (Kueue's default).
+    `feature_gates` are set on top of the harness's own (VisibilityOnDemand off)."""
     config: dict[str, Any] = {
         "manageJobsWithoutQueueName": manage_unlabelled,
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -51,7 +53,7 @@ def kueue_config(
         "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
         "clientConnection": {"qps": 200, "burst": 400},
         "integrations": {"frameworks": ["batch/job", "leaderworkerset.x-k8s.io/leaderworkerset"]},
-        "featureGates": {"VisibilityOnDemand": False},
+        "featureGates": {"VisibilityOnDemand": False, **(feature_gates or {})},
     }
     if pods_ready:
         timeout, backoff = pods_ready

@@ -331,6 +331,7 @@ class BootSequence(ClusterState):
                 certs,
                 manage_unlabelled=self.profile.kueue_manage_unlabelled,
                 pods_ready=self.profile.kueue_pods_ready,
+                feature_gates=self.profile.kueue_feature_gates,
             ),
         )
         lws = self._launch("lws", [str(bins["lws"]), f"--config={lws_cfg}", f"--kubeconfig={kc}", "--zap-log-level=2"])

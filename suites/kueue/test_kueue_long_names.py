@@ -80,3 +80,23 @@ def test_a_50_character_lws_name_is_admitted_and_runs(scenario: Scenario, unique
         }
         wrong = {pod: how for pod, how in carried.items() if how != (True, False)}
         assert not wrong, f"pods without the {K.GROUP_NAME} annotation or with the label (annotation, label): {wrong}"
+
+
+@pytest.mark.private_cluster("kueue.feature_gates.ShortWorkloadNames=true")
+@pytest.mark.requirement("KUEUE-LONGNAME-003")
+def test_short_workload_names_keep_a_50_character_lws_within_a_label_value(
+    private_scenario: Scenario, unique: str
+) -> None:
+    """Kueue's ShortWorkloadNames gate on (a private cluster of its own): the Workload of the group
+    of an LWS named with 50 characters gets a name of at most 63 characters (a label value), where
+    it would otherwise be 74 (`leaderworkerset-<lws>-0-<hash>`), and the group is admitted and runs:
+    the pods may carry it as a label."""
+    sc = private_scenario
+    K.plain_queue(sc, unique, {"cpu": "10", "memory": "10Gi"})
+    sc.create(workloads.lws(NAME, replicas=1, size=2, queue=K.QUEUE))
+    uid = K.lws_uid(sc, NAME)
+    (wl,) = K.wait_workloads(sc, uid, lambda wls: wls if len(wls) == 1 else None, "the group's one Workload created")
+    name = wl["metadata"]["name"]
+    assert len(name) <= 63, f"Workload {name} has {len(name)} characters with ShortWorkloadNames on, more than 63"
+    K.wait_workloads(sc, uid, lambda wls: [w for w in wls if K.admitted(w)], f"{name} admitted")
+    sc.wait_pods(K.all_ready(1, 2), "both pods of the group Ready", selector=K.selector(NAME))

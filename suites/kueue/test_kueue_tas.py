@@ -168,6 +168,8 @@ def test_gpu_requests_count_against_rack_capacity(scenario: Scenario, lwsc_clust
 # -- pod slots ---------------------------------------------------------------------------------
 WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 SLOTS = "lwsc.x-k8s.io/pod-slots"  # label (the test's flavor selects it) and taint of the test's own Nodes
+SLICE_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 
 
 def _slot_node(scenario: Scenario, unique: str, name: str, capacity: dict[str, str]) -> None:
@@ -314,15 +316,22 @@ def _placed_in_one_rack(
     hosts: dict[str, dict[str, str]],
     requests: dict[str, dict[str, str]],
     why: str,
+    worker_slices: int = 0,
 ) -> dict[str, list[str]]:
     """One required-rack group of a leader and four workers (`requests` per role) on a rack of
     this test's own Nodes (`hosts`: name suffix -> allocatable). The group must get quota within
-    K.OBSERVE_SECONDS (`why` it fits) and run whole; returns host suffix -> the roles it runs."""
+    K.OBSERVE_SECONDS (`why` it fits) and run whole; returns host suffix -> the roles it runs.
+    Leader and workers are one podset group; with `worker_slices`, they are two podsets instead
+    and the workers ask for host slices of that many pods (a podset group forbids slices)."""
     scenario.require_kwok("adds Nodes of its own with a chosen capacity")
     sc, host = scenario, cluster.topology.hostname_label
     names = {f"lwsc-{unique}-{h}": h for h in hosts}
     toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
-    obj = workloads.set_tas(_lws("lf", 1, 5), SLOTS)  # one rack: every Node of this test has the label
+    # one rack: every Node of this test has the label
+    obj = workloads.set_tas(_lws("lf", 1, 5), SLOTS, group=None if worker_slices else "lws-group")
+    if worker_slices:
+        meta = obj["spec"]["leaderWorkerTemplate"]["workerTemplate"].setdefault("metadata", {})
+        meta.setdefault("annotations", {}).update({SLICE_TOPOLOGY: host, SLICE_SIZE: str(worker_slices)})
     for role, req in requests.items():
         workloads.set_requests(obj, role, req)
     for role in ("leaderTemplate", "workerTemplate"):
@@ -387,6 +396,55 @@ def test_leader_placed_where_the_workers_still_fit(
     )
     want = {"h2": ["worker"], "h3": ["leader", "worker"], "h4": ["worker", "worker"]}
     assert got == want, f"pods per node {got}, the one layout that fits: {want}"
+
+
+@pytest.mark.requirement("KUEUE-TAS-012")
+@pytest.mark.destructive  # adds Nodes of its own
+def test_the_last_host_is_the_tightest_that_holds_the_rest(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """BestFit, as KEP-2724 describes it: hosts taken from the one with the most free capacity, the
+    last one chosen to leave the least free. A leader and four workers of 1 cpu each, required in
+    one rack of a 4-, a 1- and a 2-cpu host: the 4-cpu host takes four of the five pods and the
+    fifth goes to the 1-cpu host, the tightest that holds it; the 2-cpu host stays empty. (Which
+    pod is the fifth, the leader or a worker, the promise leaves open.)"""
+    got = _placed_in_one_rack(
+        scenario,
+        lwsc_cluster,
+        unique,
+        {"a4": {"cpu": "4"}, "b1": {"cpu": "1"}, "c2": {"cpu": "2"}},
+        {"leader": {"cpu": "1"}, "worker": {"cpu": "1"}},
+        "its rack has 7 cpus for the group's 5",
+    )
+    pods = {h: len(roles) for h, roles in got.items()}
+    assert pods == {"a4": 4, "b1": 1}, (
+        f"pods per node {got}: the most free host first (a4, 4 of the 5 pods), then the tightest host that "
+        "holds the fifth (b1), leaving c2 empty"
+    )
+
+
+@pytest.mark.requirement("KUEUE-TAS-013")
+@pytest.mark.destructive  # adds Nodes of its own
+def test_required_workers_in_slices_are_placed_by_best_fit(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """A required rack is placed by BestFit also when the workers ask for host slices: four 1-cpu
+    workers in slices of two, on a rack of a 6-, a 4- and a 2-cpu host (and a host only the leader,
+    asking for its GPU, fits). BestFit takes the most free host first and, since one host holds both
+    slices, the tightest host that does: the 4-cpu host, left full. LeastFreeCapacity, the
+    algorithm of unconstrained requests, would start from the 2-cpu host and split the slices."""
+    gpu = lwsc_cluster.topology.gpu_resource
+    got = _placed_in_one_rack(
+        scenario,
+        lwsc_cluster,
+        unique,
+        {"l": {"cpu": "1", gpu: "1"}, "a4": {"cpu": "4"}, "b2": {"cpu": "2"}, "c6": {"cpu": "6"}},
+        {"leader": {"cpu": "1", gpu: "1"}, "worker": {"cpu": "1"}},
+        "its rack holds the leader on its GPU host and both slices of workers",
+        worker_slices=2,
+    )
+    want = {"a4": ["worker"] * 4, "l": ["leader"]}
+    assert got == want, f"pods per node {got}: BestFit puts both slices on the tightest host that holds them: {want}"
 
 
 @pytest.mark.requirement("KUEUE-TAS-008")
