@@ -170,6 +170,9 @@ def test_scores_leave_equivalent_survivors_and_build_failures_out() -> None:
     assert s["all"]["score"] == 50.0 and s["all"]["must_share"] == 25.0
     assert s["reached"]["score"] == pytest.approx(66.7)
     assert s["packages"]["lws pkg"]["score"] == pytest.approx(66.7)
+    # a survivor only another integration shows leaves the LWS-path row; a kill never does
+    path = mutlib.scores(rows, equivalent={"4"}, outside={"3", "1"})["lws_path"]
+    assert (path["killed"], path["survived"], path["score"]) == (2, 0, 100.0)
 
 
 @pytest.mark.skipif(not shutil.which("go"), reason="no Go toolchain")

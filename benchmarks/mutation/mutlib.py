@@ -255,8 +255,12 @@ def classify(verdicts: dict[str, str], baseline: dict[str, str], levels: dict[st
     return "survived", red
 
 
-def scores(results: list[dict[str, Any]], equivalent: set[str]) -> dict[str, Any]:
-    """Mutation score overall and per (component, package): killed / (judged - equivalent)."""
+def scores(
+    results: list[dict[str, Any]], equivalent: set[str], outside: frozenset[str] | set[str] = frozenset()
+) -> dict[str, Any]:
+    """Mutation score overall and per (component, package): killed / (judged - equivalent). Also
+    on the LWS path: the reached lines without the survivors `outside` it (triaged as observable
+    only through another Kueue integration: plain Pods, nested jobs)."""
 
     def one(rows: list[dict[str, Any]]) -> dict[str, Any]:
         judged = [r for r in rows if r["status"] in KILLED or r["status"] in SURVIVED]
@@ -286,6 +290,7 @@ def scores(results: list[dict[str, Any]], equivalent: set[str]) -> dict[str, Any
     return {
         "all": one(results),
         "reached": one(reached),
+        "lws_path": one([r for r in reached if not (r["id"] in outside and r["status"] in SURVIVED)]),
         "packages": {k: one(v) for k, v in sorted(per_pkg.items())},
     }
 

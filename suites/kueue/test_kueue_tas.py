@@ -493,14 +493,8 @@ def test_replaced_workers_are_ungated_every_time(scenario: Scenario, lwsc_cluste
                 return None
             return K.all_ready(1, workers + 1)(objs)
 
-        pods = wait_for(
-            scenario.api,
-            scenario.core.list_namespaced_pod,
+        pods = scenario.wait_pods(
             K.act_then_wait(lambda name=name: scenario.core.delete_namespaced_pod(name, scenario.namespace), replaced),
-            what=f"pods of {scenario.namespace}/rr",
-            condition=f"{name} deleted, replaced (new UID), ungated and Ready: the group Ready again",
-            timeout=60,
-            diagnose=scenario.diagnose,
-            namespace=scenario.namespace,
-            label_selector=K.selector("rr"),
+            f"{name} deleted, replaced (new UID), ungated and Ready: the group Ready again",
+            selector=K.selector("rr"),
         )
