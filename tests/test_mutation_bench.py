@@ -239,3 +239,13 @@ def test_a_triage_file_that_does_not_parse_is_refused_in_one_line(tmp_path: Path
     assert proc.returncode == 2, proc.stderr
     last = proc.stderr.splitlines()[-1]
     assert "does not parse" in last and f"at line {len(good.splitlines()) + 2}" in last, last
+
+
+def test_a_mutated_controller_that_dies_at_bring_up_is_killed_but_a_machine_cause_is_not() -> None:
+    line = "lwsc: error: kueue exited during start-up (log: /x/kueue.log: boom)"
+    died = f"[03:42:52] starting LWS and Kueue controllers\n{line}\n"
+    assert mutlib.startup_failure(died, "kueue") == line
+    assert mutlib.startup_failure(died, "lws") is None  # another component died: not this mutant's doing
+    full = "lwsc: error: kueue exited during start-up: too many open files (log: /x/kueue.log) — most likely\n"
+    assert mutlib.startup_failure(full, "kueue") is None
+    assert mutlib.startup_failure("no error at all\n", "kueue") is None

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import subprocess
 from collections import defaultdict
 from collections.abc import Iterable
@@ -253,6 +254,19 @@ def classify(verdicts: dict[str, str], baseline: dict[str, str], levels: dict[st
     if red:
         return "killed-error", red
     return "survived", red
+
+
+# the bring-up's error for a component that died of its own (lws_conformance.providers.process.
+# exit_message); a cause of the machine's (no disk space, the inotify limit) reads "...: <cause>"
+_STARTUP = re.compile(r"^lwsc: error: (?P<component>[\w-]+) exited during start-up \(log: .*$", re.M)
+
+
+def startup_failure(log: str, component: str) -> str | None:
+    """The bring-up's error line when the mutated `component` itself exited while the cluster came
+    up (a run with no summary: the harness saw the controller break before any test), else None.
+    A machine cause the bring-up recognises (no disk space, too many open files) is no kill."""
+    m = _STARTUP.search(log)
+    return m.group(0)[:500] if m and m.group("component") == component else None
 
 
 def scores(
