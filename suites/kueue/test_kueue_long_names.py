@@ -8,6 +8,7 @@ uses 50 characters, as Kueue's own e2e test does: the worker StatefulSet `<lws>-
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import kueue_helpers as K
@@ -84,19 +85,27 @@ def test_a_50_character_lws_name_is_admitted_and_runs(scenario: Scenario, unique
 
 @pytest.mark.private_cluster("kueue.feature_gates.ShortWorkloadNames=true")
 @pytest.mark.requirement("KUEUE-LONGNAME-003")
+@pytest.mark.requirement("KUEUE-LONGNAME-004")
 def test_short_workload_names_keep_a_50_character_lws_within_a_label_value(
-    private_scenario: Scenario, unique: str
+    private_scenario: Scenario, unique: str, claim: Claims
 ) -> None:
     """Kueue's ShortWorkloadNames gate on (a private cluster of its own): the Workload of the group
-    of an LWS named with 50 characters gets a name of at most 63 characters (a label value), where
-    it would otherwise be 74 (`leaderworkerset-<lws>-0-<hash>`), and the group is admitted and runs:
-    the pods may carry it as a label."""
+    of an LWS named with 50 characters gets a name of at most 63 characters, where it would
+    otherwise be 74: its owner-based prefix `leaderworkerset-<lws>-0` cut short, then a hash (003).
+    The group is admitted and runs, its pods carrying that name as a label value (004)."""
     sc = private_scenario
     K.plain_queue(sc, unique, {"cpu": "10", "memory": "10Gi"})
     sc.create(workloads.lws(NAME, replicas=1, size=2, queue=K.QUEUE))
     uid = K.lws_uid(sc, NAME)
     (wl,) = K.wait_workloads(sc, uid, lambda wls: wls if len(wls) == 1 else None, "the group's one Workload created")
     name = wl["metadata"]["name"]
-    assert len(name) <= 63, f"Workload {name} has {len(name)} characters with ShortWorkloadNames on, more than 63"
-    K.wait_workloads(sc, uid, lambda wls: [w for w in wls if K.admitted(w)], f"{name} admitted")
-    sc.wait_pods(K.all_ready(1, 2), "both pods of the group Ready", selector=K.selector(NAME))
+    with claim("KUEUE-LONGNAME-003"):
+        assert len(name) <= 63, f"Workload {name} has {len(name)} characters with ShortWorkloadNames on, more than 63"
+        prefix, _, suffix = name.rpartition("-")
+        owner = f"leaderworkerset-{NAME}-0"
+        assert prefix and owner.startswith(prefix) and re.fullmatch("[0-9a-f]+", suffix), (
+            f"Workload {name} is not the owner-based prefix {owner!r} cut short and a hash suffix"
+        )
+    with claim("KUEUE-LONGNAME-004"):
+        K.wait_workloads(sc, uid, lambda wls: [w for w in wls if K.admitted(w)], f"{name} admitted")
+        sc.wait_pods(K.all_ready(1, 2), "both pods of the group Ready", selector=K.selector(NAME))
