@@ -80,6 +80,12 @@ def roomy(t: Topology) -> dict[str, str]:
     return {"cpu": "1000", "memory": "10000Gi", t.gpu_resource: str(t.nodes * t.gpus_per_node * 4)}
 
 
+# Tests whose group fills a whole rack take turns (`@pytest.mark.exclusive(WHOLE_RACK)`): each test's
+# TAS flavor is its own, and a flavor's TAS cache counts only its own Workloads, so two such groups
+# admitted at once can both be given the same free rack (seen: one of them then never schedules).
+WHOLE_RACK = "whole-rack"
+
+
 def rack_of_ranked_workers(cluster: ClusterHandle, name: str) -> tuple[Obj, int]:
     """One group whose workers, one GPU each, exactly fill one rack under a required rack (no podset
     group: the leader is its own podset, in a rack of its own choosing): (the LWS, its worker
@@ -89,7 +95,9 @@ def rack_of_ranked_workers(cluster: ClusterHandle, name: str) -> tuple[Obj, int]
         pytest.skip(f"needs at least 2 GPUs per node, the profile has {t.gpus_per_node}")
     workers = t.gpus_per_node * t.nodes_per_rack
     obj = workloads.lws(name, replicas=1, size=workers + 1, queue=QUEUE)
-    workloads.set_requests(obj, "worker", {t.gpu_resource: "1"})
+    # cpu and memory small enough that GPUs alone decide how many workers a node holds, also on
+    # kind's 2-cpu nodes that other tests' pods share (100m each would fit only 7 of 8 there)
+    workloads.set_requests(obj, "worker", {t.gpu_resource: "1", "cpu": "10m", "memory": "16Mi"})
     workloads.set_tas(obj, t.rack_label, group=None)
     return obj, workers
 

@@ -471,6 +471,7 @@ def test_leader_placed_on_the_one_host_with_its_resource(
 
 
 @pytest.mark.requirement("KUEUE-TAS-010")
+@pytest.mark.exclusive(K.WHOLE_RACK)
 def test_replaced_workers_are_ungated_every_time(scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str) -> None:
     """Workers exactly filling one required rack, restartPolicy None: two workers (the lowest and
     the highest index) deleted one after the other. Each replacement is created behind Kueue's gates and must be
