@@ -108,6 +108,21 @@ def _recreate_group_events(sc: Scenario) -> list[Obj]:
     return [e for e in json.loads(resp.data)["items"] if e.get("reason") == "RecreateGroup"]
 
 
+def _recreate_group_reported(sc: Scenario, group: int) -> list[Obj]:
+    """The RecreateGroup events, once one for `group` exists. The controller's recorder sends
+    events on its own schedule, so the recreated group's pods may be back before its event is
+    stored: waited for through core/v1 Events (the same objects), then read as events.k8s.io/v1."""
+    suffix = f"to recreate group {group}"
+    sc.wait_in_namespace(
+        sc.core.list_namespaced_event,
+        "Events",
+        lambda evs: [e for e in evs if e.get("reason") == "RecreateGroup" and str(e.get("message")).endswith(suffix)],
+        f"a RecreateGroup event ending {suffix!r}",
+        timeout=RECOVERY,
+    )
+    return _recreate_group_events(sc)
+
+
 # -- RecreateGroupOnPodRestart ---------------------------------------------------------------
 @pytest.mark.requirement("CHAOS-RESTART-001")
 @pytest.mark.parametrize(
@@ -173,7 +188,7 @@ def test_recreate_group_emits_a_recreate_group_event(scenario: Scenario) -> None
     before = _steady(sc, lws)
     _apply_fault(sc, "restart", name, 0, 1)
     _wait_group_recreated(sc, lws, 0, before, RECOVERY)
-    events = _recreate_group_events(sc)
+    events = _recreate_group_reported(sc, 0)
     assert events, "no RecreateGroup event in events.k8s.io/v1"
     ev = events[0]
     assert ev["type"] == "Normal" and ev["reportingController"] == "leaderworkerset", ev
@@ -434,7 +449,9 @@ def waits_until_started(sc: Scenario, obj: Obj, form: str) -> None:
         f"every pod of group 0 ({sorted(before)}) recreated once the group had started",
         timeout=RECOVERY,
     )
-    assert any(e["note"].endswith("to recreate group 0") for e in _recreate_group_events(sc)), "no RecreateGroup event"
+    assert any(e["note"].endswith("to recreate group 0") for e in _recreate_group_reported(sc, 0)), (
+        "no RecreateGroup event in events.k8s.io/v1"
+    )
 
 
 @pytest.mark.requirement("CHAOS-RESTART-004")
