@@ -34,7 +34,7 @@ def _refuse_ungating(unique: str, namespace: str) -> tuple[Obj, Obj]:
     and its binding to `namespace` alone."""
     had = f"has(oldObject.spec.schedulingGates) && oldObject.spec.schedulingGates.exists(g, g.name == '{GATE}')"
     has = f"has(object.spec.schedulingGates) && object.spec.schedulingGates.exists(g, g.name == '{GATE}')"
-    policy = {
+    refusal = {
         "apiVersion": ADMISSION,
         "kind": "ValidatingAdmissionPolicy",
         "metadata": {"name": f"{unique}-hold-gate"},
@@ -58,7 +58,7 @@ def _refuse_ungating(unique: str, namespace: str) -> tuple[Obj, Obj]:
             "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}},
         },
     }
-    return policy, binding
+    return refusal, binding
 
 
 @pytest.mark.requirement("KUEUE-FAULT-001")
