@@ -171,6 +171,7 @@ def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
     if report.failed and INFRA_BROKEN in item.stash:
         broken = item.stash[INFRA_BROKEN]()
     whole = failures_of(call.excinfo.value) if raw == "failed" and call.excinfo and not claims_only else None
+    unclaimed = _never_claimed(item)
     out = {}
     for rid in requirement_ids(item):
         r, e, m, f = raw, exc, message, whole
@@ -183,30 +184,33 @@ def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
                 # the test failed in code outside every claim: this requirement cannot read passed
                 r, e, m = "error", exc, f"the test failed outside its claims ({rid}'s own checks passed): {message}"
         elif report.when == "call" and claimed and (claims_only or raw == "passed"):
-            if _parametrized(item):
+            if rid not in unclaimed:
                 continue  # this case of the test claims other requirements; another case claims this one
-            # one test, one scenario: a requirement it is marked with but never claimed was not
-            # checked, and must not read passed or silently vanish into not-run
-            r, e, m, f = "error", "UnclaimedRequirement", _unclaimed(rid, claimed), None
+            r, e, m, f = "error", "UnclaimedRequirement", unclaimed[rid], None
         if r == "failed" and broken:
             r, e, m = "error", "InfraError", f"{broken}\n\n{m}"
         out[rid] = verdicts.classify(rid, reqs[rid].level, r, m, e, versions, deviations.default(), item.nodeid, f)
     return out
 
 
-def _parametrized(item: pytest.Item) -> bool:
-    return getattr(item, "callspec", None) is not None
-
-
-_UNCLAIMED = "but never entered claim("
-
-
-def _unclaimed(rid: str, claimed: dict[str, _Claimed]) -> str:
-    return (
-        f"the test is marked with {rid} {_UNCLAIMED}{rid!r}) (it claimed "
-        f"{', '.join(sorted(claimed))}): {rid}'s checks are not attributed, so it cannot read passed; "
-        f"put its checks under claim({rid!r}) (a harness bug, not a verdict on LWS or Kueue)"
-    )
+def _never_claimed(item: pytest.Item) -> dict[str, str]:
+    """Requirement -> why it is an error: the applicable requirements a test that claims checks is
+    marked with but never claimed. One test, one scenario: such a requirement was not checked, and
+    must not read passed or vanish into not-run. The cases of a parametrized test may each claim
+    their own requirement and say nothing of the others."""
+    claimed = item.stash.get(_CLAIMS, {})
+    if not claimed or getattr(item, "callspec", None) is not None:
+        return {}
+    na = item.stash.get(_NOT_APPLICABLE, {})
+    return {
+        rid: (
+            f"the test is marked with {rid} but never entered claim({rid!r}) (it claimed "
+            f"{', '.join(sorted(claimed))}): {rid}'s checks are not attributed, so it cannot read passed; "
+            f"put its checks under claim({rid!r}) (a harness bug, not a verdict on LWS or Kueue)"
+        )
+        for rid in requirement_ids(item)
+        if rid not in claimed and rid not in na
+    }
 
 
 _TOLERATED = ("known-deviation", "warning", "passed", "not-applicable", "deviation-fixed?")
@@ -224,10 +228,10 @@ def pytest_runtest_makereport(
     report.user_properties.append(
         (VERDICTS_PROPERTY, json.dumps({"ran_on": ran_on, "requirements": {k: v.to_dict() for k, v in found.items()}}))
     )
-    unclaimed = [o.detail for o in found.values() if o.verdict == "error" and _UNCLAIMED in o.detail]
+    unclaimed = _never_claimed(item) if report.when == "call" else {}
     if report.passed and unclaimed:  # the test body passed, but not every requirement it names was checked
         report.outcome = "failed"
-        report.longrepr = "\n".join(unclaimed)
+        report.longrepr = "\n".join(unclaimed.values())
     expected = {rid: o for rid, o in found.items() if o.verdict in ("known-deviation", "warning")}
     if report.failed and report.when == "call" and expected and all(o.verdict in _TOLERATED for o in found.values()):
         report.outcome = "skipped"
