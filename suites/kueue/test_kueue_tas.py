@@ -474,9 +474,9 @@ def test_leader_placed_on_the_one_host_with_its_resource(
 @pytest.mark.exclusive(K.WHOLE_RACK)
 def test_replaced_workers_are_ungated_every_time(scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str) -> None:
     """Workers exactly filling one required rack, restartPolicy None: two workers (the lowest and
-    the highest index) deleted one after the other. Each replacement is created behind Kueue's gates and must be
-    ungated and run: the TopologyUngater keeps the PodSet's pods ungated in the assigned number, not
-    only at admission. The second deletion finds the first replacement and every other worker
+    the highest index) deleted one after the other. Each replacement is created behind Kueue's
+    gates and must be ungated and run: the TopologyUngater keeps the PodSet's pods ungated in the
+    assigned number, not only at admission. The second deletion finds the first replacement and every other worker
     already ungated, which the ungater must tell apart from pods it still has to release. (Where a
     replacement lands is not a check here: the rack is full, so the slot its predecessor freed is
     the only one that can hold it.)"""
