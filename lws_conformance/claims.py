@@ -13,7 +13,8 @@ installed version predates is not-applicable while its siblings still run):
             ...
 
 A claim's failed assertion is recorded and the test goes on; at the end the test fails naming
-every failed claim. A claim entered several times keeps every failure, and an `errors.Failures`
+every failed claim. A failure outside every claim (the shared steps) belongs to every requirement
+of the test: it joins each claim's own failures, matched against the known deviations on its own. A claim entered several times keeps every failure, and an `errors.Failures`
 raised in it counts as one failure per message: each is matched against the known deviations on
 its own, so one matched deviation never hides another failure of the same requirement.
 
@@ -180,9 +181,8 @@ def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
         elif report.when == "call" and rid in claimed:
             c = claimed[rid]
             r, e, m, f = c.raw, "", c.all_messages() or c.message, c.failures or None
-            if r == "passed" and raw in ("failed", "error") and not claims_only:
-                # the test failed in code outside every claim: this requirement cannot read passed
-                r, e, m = "error", exc, f"the test failed outside its claims ({rid}'s own checks passed): {message}"
+            if r != "not-applicable" and raw in ("failed", "error") and not claims_only:
+                r, e, m, f = _with_outside_failure(rid, c, raw, exc, message, whole)
         elif report.when == "call" and claimed and (claims_only or raw == "passed"):
             if rid not in unclaimed:
                 continue  # this case of the test claims other requirements; another case claims this one
@@ -191,6 +191,21 @@ def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
             r, e, m = "error", "InfraError", f"{broken}\n\n{m}"
         out[rid] = verdicts.classify(rid, reqs[rid].level, r, m, e, versions, deviations.default(), item.nodeid, f)
     return out
+
+
+def _with_outside_failure(
+    rid: str, c: _Claimed, raw: str, exc: str, message: str, whole: list[verdicts.Failure] | None
+) -> tuple[str, str, str, list[verdicts.Failure] | None]:
+    """(raw, exception, message, failures) of a claimed requirement whose test then failed in code
+    outside every claim (the shared steps). That failure belongs to every requirement of the test,
+    whatever its claims recorded: an assertion joins the claim's own failures, each matched against
+    the known deviations on its own (a claim that failed as a listed deviation never hides it); an
+    unexpected exception makes the requirement `error`."""
+    if raw == "error":
+        own = f" ({rid}'s own checks passed)" if c.raw == "passed" else ""
+        return "error", exc, f"the test failed outside its claims{own}: {message}", None
+    failures = c.failures + (whole or [(exc, message)])  # as raised: a listed symptom still matches it
+    return "failed", exc, "\n\n".join(m for _e, m in failures), failures
 
 
 def _never_claimed(item: pytest.Item) -> dict[str, str]:

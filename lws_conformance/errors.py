@@ -26,6 +26,13 @@ class InfraError(LwscError):
     exit_code = 3
 
 
+class RecordingIncomplete(InfraError):
+    """The harness's own watch missed part of what happened (a gap it re-listed over, or a final
+    sync that did not finish): the invariants a recording would have proven cannot be judged. Not
+    an AssertionError, so no claim records it as a failure of LWS or Kueue: the test's
+    requirements read error (exit 3)."""
+
+
 class WaitTimeout(AssertionError):
     """A wait's deadline passed. An AssertionError, so pytest reports the condition not met."""
 

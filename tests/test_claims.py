@@ -221,14 +221,87 @@ def test_fails_after_its_claim(claim):
     with claim("ROLL-SURGE-001"):
         assert True
     assert False, "a check no claim covers"
+
+@pytest.mark.requirement("ROLL-AVAIL-001")
+def test_crashes_after_its_claim(claim):
+    with claim("ROLL-AVAIL-001"):
+        assert True
+    raise RuntimeError("the harness broke")
 '''
 
 
 @pytest.mark.usefixtures("plugin_pytester")
 def test_a_failure_outside_every_claim_never_leaves_a_claimed_requirement_passed(pytester: pytest.Pytester) -> None:
-    _result, rows = _run(pytester, test_o=OUTSIDE)
+    """An assertion in the shared steps is a failure of every requirement of the test (MUST:
+    failed), whatever its claims recorded; an unexpected exception there is error."""
+    result, rows = _run(pytester, test_o=OUTSIDE)
+    result.assert_outcomes(failed=2)
     row = rows["ROLL-SURGE-001"]
-    assert row["verdict"] == "error" and "outside its claims" in row["detail"] and "no claim covers" in row["detail"]
+    assert row["verdict"] == "failed" and "no claim covers" in row["detail"]
+    crash = rows["ROLL-AVAIL-001"]
+    assert crash["verdict"] == "error" and "outside its claims" in crash["detail"] and "harness broke" in crash["detail"]
+
+
+AFTER_DEVIATION = f'''
+import pytest
+
+@pytest.mark.requirement("CHAOS-NODE-001")
+@pytest.mark.parametrize("outside", ["unrelated", "same"])
+def test_a_node_that_never_returns(claim, outside):
+    with claim("CHAOS-NODE-001"):
+        assert False, {RACE!r}
+    assert False, "leader n-3 is Running on the deleted Node" if outside == "unrelated" else {RACE!r}
+
+@pytest.mark.requirement("ROLL-COND-002")
+def test_a_should_deviation_then_an_unrelated_failure(claim):
+    with claim("ROLL-COND-002"):
+        assert False, {PAIRING!r}
+    assert False, "the LWS lost its UpdateInProgress condition"
+'''
+
+
+@pytest.mark.usefixtures("plugin_pytester")
+def test_a_failure_outside_claims_is_never_swallowed_by_a_matched_deviation(pytester: pytest.Pytester) -> None:
+    """A claim that failed as a listed deviation, then an unrelated assertion outside every claim:
+    the later failure counts (MUST failed, SHOULD warning, with its own message), and the test is
+    no xfail; an outside failure that itself shows the listed symptom stays the deviation."""
+    result, rows = _run(pytester, test_d=AFTER_DEVIATION)
+    tests = {t["nodeid"].split("[")[1].rstrip("]"): t["verdict"] for t in rows["CHAOS-NODE-001"]["tests"]}
+    assert tests == {"unrelated": "failed", "same": "known-deviation"}
+    must = rows["CHAOS-NODE-001"]["detail"]
+    assert "leader n-3 is Running on the deleted Node" in must and "also failed, as listed deviation lws-998" in must
+    should = rows["ROLL-COND-002"]
+    assert should["verdict"] == "warning" and "lost its UpdateInProgress" in should["detail"]
+    assert rows["CHAOS-NODE-001"]["verdict"] == "failed"
+    result.assert_outcomes(failed=1, xfailed=2)  # the deviation alone, and the SHOULD's warning
+    assert _exit_code(1, pytester.path / "report") == 1
+
+
+INCOMPLETE = '''
+import pytest
+from lws_conformance.observe import Timeline, verify
+
+@pytest.mark.requirement("ROLL-SURGE-001")
+@pytest.mark.requirement("ROLL-AVAIL-001")
+def test_a_watch_gap(claim, tmp_path):
+    tl = Timeline("ns", events=[], complete=True, gaps=[{"kind": "Pod", "t": 3.2}])
+    with claim("ROLL-SURGE-001"):
+        verify(tl, tmp_path, "gap")
+    with claim("ROLL-AVAIL-001"):
+        assert True
+'''
+
+
+@pytest.mark.usefixtures("plugin_pytester")
+def test_an_incomplete_recording_is_error_never_a_must_failure(pytester: pytest.Pytester) -> None:
+    """The harness's own watch missed events: the requirements the recording would have proven
+    read error ("recording incomplete: …"), exit 3, not failed (exit 1) blaming LWS."""
+    result, rows = _run(pytester, test_g=INCOMPLETE)
+    result.assert_outcomes(failed=1)
+    surge = rows["ROLL-SURGE-001"]
+    assert surge["verdict"] == "error" and "recording incomplete" in surge["detail"] and "re-listed" in surge["detail"]
+    assert rows["ROLL-AVAIL-001"]["verdict"] == "error"  # the test stopped there: its later checks never ran
+    assert _exit_code(1, pytester.path / "report") == 3
 
 
 UNCLAIMED = '''

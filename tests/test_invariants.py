@@ -658,8 +658,12 @@ def test_verify_names_event_time_objects_and_paths(tmp_path: Path) -> None:
 
 def test_verify_refuses_an_incomplete_recording(tmp_path: Path) -> None:
     tl = Timeline("ns", events=list(good_rollout(2).events), complete=False, sync_error="behind")
-    with pytest.raises(AssertionError, match="incomplete, invariants not checked: behind"):
+    with pytest.raises(errors.RecordingIncomplete, match="recording incomplete: ns's invariants not checked: behind") as err:
         verify(tl, tmp_path, "inc")
+    assert not isinstance(err.value, AssertionError)  # no claim takes it for a failure of LWS
+    gapped = Timeline("ns", events=list(good_rollout(2).events), complete=True, gaps=[{"kind": "Pod", "t": 1.5}])
+    with pytest.raises(errors.RecordingIncomplete, match=r"re-listed \(events possibly missed\) at \[\{'kind': 'Pod'"):
+        verify(gapped, tmp_path, "gap")
 
 
 # -- the recorder, through the client's real Watch.stream ---------------------------------------

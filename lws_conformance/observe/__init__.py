@@ -41,6 +41,7 @@ __all__ = [
     "invariants",
     "picture",
     "record",
+    "require_complete",
     "saved",
     "sources",
     "verify",
@@ -77,16 +78,25 @@ def check(
 ) -> Checked:
     """Save `tl` as <where>/<name>.timeline.json and .svg (the first violation highlighted) and
     check the invariants named in `only` (default: all; `[]`: none, for tests that read the
-    stream themselves); AssertionError if the recording is incomplete (nothing can be said)."""
+    stream themselves); `errors.RecordingIncomplete` if the recording is incomplete: nothing can be
+    said, and the test's requirements read error, never failed."""
     events = tl.ordered()
     complete = tl.complete and not tl.gaps
     violations = check_all(events, lws, final=final, only=only) if complete and only != [] else []
     paths = _store(tl, events, where, name, violations[0] if violations else None, lws)
-    if not complete:
-        why = tl.sync_error or "recorder did not finish its final sync"
-        gaps = f"; re-listed (events possibly missed) at {tl.gaps}" if tl.gaps else ""
-        raise AssertionError(f"recording of {tl.namespace} is incomplete, invariants not checked: {why}{gaps}\n{paths}")
+    require_complete(tl, f"\n{paths}")
     return Checked(events, violations, paths)
+
+
+def require_complete(tl: Timeline, evidence: str = "") -> None:
+    """`errors.RecordingIncomplete` unless the recorder saw everything (its final sync finished and
+    no re-list gap): what the recording would prove cannot be judged, and the requirements read
+    error, never failed."""
+    if tl.complete and not tl.gaps:
+        return
+    why = tl.sync_error or "recorder did not finish its final sync"
+    gaps = f"; re-listed (events possibly missed) at {tl.gaps}" if tl.gaps else ""
+    raise errors.RecordingIncomplete(f"recording incomplete: {tl.namespace}'s invariants not checked: {why}{gaps}{evidence}")
 
 
 def saved(tl: Timeline, where: Path, name: str, *, lws: str | None = None) -> list[Event]:

@@ -23,7 +23,7 @@ from lws_conformance import upgrades, workloads
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import scale
-from lws_conformance.observe import record
+from lws_conformance.observe import record, require_complete
 from lws_conformance.plugin import skip_private_on_kind
 from lws_conformance.providers.local import LocalCluster
 from lws_conformance.scenario import Scenario
@@ -78,7 +78,7 @@ def test_inplace_kueue_upgrade_keeps_admitted_and_held_groups(
                 private_cluster.wait_log("kueue", (*RECONCILED, f'"name":"{wl}"'), offset, 60 * scale())
             escaped = sc.observe_pods(K.leak(waiting), K.OBSERVE_SECONDS, selector=K.selector(name))
         assert escaped is None, escaped
-        assert tl.complete, f"the recording missed events: {tl.sync_error or tl.gaps}"
+        require_complete(tl)
         disturbed = P.kueue_upgrade_disturbances(tl.ordered(), name)
         assert not disturbed, f"the upgrade to Kueue {target.versions['kueue']} disturbed LWS {name}: " + "; ".join(
             disturbed[:8]

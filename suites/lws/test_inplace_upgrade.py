@@ -19,7 +19,7 @@ from lws_conformance import upgrades, workloads
 from lws_conformance.claims import Claims
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import scale
-from lws_conformance.observe import record
+from lws_conformance.observe import record, require_complete
 from lws_conformance.plugin import skip_private_on_kind
 from lws_conformance.providers.local import LocalCluster
 from lws_conformance.scenario import Scenario
@@ -80,7 +80,7 @@ def test_inplace_controller_upgrade_rolls_no_group(
                 return None if now == before else f"pods now {now}, before {before}"
 
             sc.observe_pods(replaced, AFTER_RECONCILE_SECONDS, selector=selector)
-        assert tl.complete, f"the recording missed events: {tl.sync_error or tl.gaps}"
+        require_complete(tl)
         disturbed = P.upgrade_disturbances(tl.ordered(), name)
         assert not disturbed, f"the upgrade to LWS {target.versions['lws']} disturbed LWS {name}: " + "; ".join(
             disturbed[:8]
