@@ -14,9 +14,10 @@ installed version predates is not-applicable while its siblings still run):
 
 A claim's failed assertion is recorded and the test goes on; at the end the test fails naming
 every failed claim. A failure outside every claim (the shared steps) belongs to every requirement
-of the test: it joins each claim's own failures, matched against the known deviations on its own. A claim entered several times keeps every failure, and an `errors.Failures`
-raised in it counts as one failure per message: each is matched against the known deviations on
-its own, so one matched deviation never hides another failure of the same requirement.
+of the test: it joins each claim's own failures, matched against the known deviations on its own.
+A claim entered several times keeps every failure, and an `errors.Failures` raised in it counts as
+one failure per message: each is matched against the known deviations on its own, so one matched
+deviation never hides another failure of the same requirement.
 
 In the worker, each phase's report gets a `lwsc-verdicts` user property: for every requirement
 of the test, its verdict (`lws_conformance.verdicts`), known deviations matched by symptom

@@ -25,7 +25,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from . import claims, images, provenance, shards
+from . import claims, images, provenance, shards, verdicts
 from .errors import LwscError, UserError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
@@ -177,6 +177,7 @@ class _Sharding:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        _SELECTION.update(shards.selection([i.nodeid for i in items]))  # what every shard was cut from
         keep = set(shards.assign([i.nodeid for i in items], self.n, shards.durations())[self.k - 1])
         dropped = [i for i in items if i.nodeid not in keep]
         items[:] = [i for i in items if i.nodeid in keep]
@@ -187,6 +188,23 @@ class _XdistHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["lwsc_run_id"] = node.config._lwsc_run_id
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if _COLLECTED.get("ids") is None:  # every worker collects the same tests (xdist checks)
+            _COLLECTED["ids"] = list(ids)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        output = getattr(node, "workeroutput", {})
+        _SELECTION.update(output.get("lwsc_selection") or {})
+        _REQUIREMENTS.update(output.get("lwsc_requirements") or {})
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What this process collected (in a run without xdist workers: the run's tests)."""
+    if not _is_worker(session.config) and _COLLECTED.get("ids") is None:
+        _COLLECTED["ids"] = [i.nodeid for i in session.items]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -381,8 +399,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     over a test's phases the worst verdict of each requirement stands (a teardown error
     counts against a test whose call passed)."""
     _record_phase(report)
+    _REPORTED.add(report.nodeid)
     ran_on, found = claims.read_verdicts(report.user_properties)
     if not found:
+        if report.failed:  # e.g. "worker crashed", or a test naming no requirement: nothing judged it
+            last = next((ln.strip() for ln in reversed(report.longreprtext.splitlines()) if ln.strip()), "")
+            _UNJUDGED.setdefault(report.nodeid, f"{report.when} failed: {last[:300]}")
         return
     res = _RESULTS.setdefault(report.nodeid, summary.TestResult(report.nodeid, 0.0, ran_on=ran_on))
     res.duration += report.duration
@@ -392,6 +414,14 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 _RESULTS: dict[str, summary.TestResult] = {}
+# In the controller: what the run collected, which tests reported at all, and which failed with
+# no verdict; the selection a shard was cut from (`shards.selection`). Written to results.json so
+# that a run (or a merge of shards) that did not judge every collected test is inconclusive.
+_COLLECTED: dict[str, list[str] | None] = {"ids": None}
+_REPORTED: set[str] = set()
+_UNJUDGED: dict[str, str] = {}
+_SELECTION: dict[str, Any] = {}
+_REQUIREMENTS: dict[str, list[str]] = {}  # node id -> the requirements it proves, from any collection
 _TIMELINE: dict[str, run_timeline.Entry] = {}  # in the controller: every test's phases, by node id
 _BRINGUPS: list[list[float]] = []  # in a worker: private-cluster bring-ups not yet reported
 BRINGUP_PROPERTY = "lwsc-private-bringup"
@@ -413,9 +443,12 @@ def _record_phase(report: pytest.TestReport) -> None:
 
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
     """In the controller: results.json, per-requirement summary and Allure metadata."""
     _WORKER_PRIVATE.release()  # in a worker (or a run without workers): its private cluster
+    if _is_worker(session.config):
+        output = session.config.workeroutput  # type: ignore[attr-defined]
+        output.update(lwsc_selection=dict(_SELECTION), lwsc_requirements=dict(_REQUIREMENTS))
     out = session.config.getoption("--lwsc-report-dir")
     if not out or _is_worker(session.config):
         return
@@ -428,6 +461,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         "profile": session.config.getoption("--lwsc-profile"),
         "mode": session.config.getoption("--lwsc-mode"),
         "shard": session.config.getoption("--lwsc-shard") or "",
+        **_completeness(int(exitstatus)),
         "gate": {
             "strict": session.config.getoption("--lwsc-strict"),
             "accept_known_deviations": session.config.getoption("--lwsc-accept-known-deviations"),
@@ -436,6 +470,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         "started": _STARTED.get("at", ""),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    for nodeid, why in meta["unjudged"].items():  # its requirements cannot read passed, nor not-run
+        for rid in _REQUIREMENTS.get(nodeid, []):
+            res = _RESULTS.setdefault(nodeid, summary.TestResult(nodeid, 0.0))
+            res.merge(rid, verdicts.Outcome("error", f"the test ended without a verdict: {why}"))
     run_dir = Path(out)
     render.save_results(run_dir, list(_RESULTS.values()), meta, list(_TIMELINE.values()))
     allure_dir = session.config.getoption("--alluredir", None)
@@ -443,8 +481,30 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         evidence.write_allure_metadata(Path(allure_dir), meta["versions"], meta["provider"], meta["profile"])
 
 
+def _completeness(exitstatus: int) -> dict[str, Any]:
+    """What results.json records to show the run judged every test it collected
+    (`report.completeness`): pytest's exit status, the collected tests, the selection a shard was
+    cut from, and every collected test that ended without a verdict."""
+    collected = _COLLECTED.get("ids")
+    unjudged = dict(_UNJUDGED)
+    if collected is None:
+        unjudged.setdefault("(collection)", "the run recorded no collected tests (no worker finished collecting)")
+    lost = "never reported: it did not run (a lost worker?)"
+    unjudged.update({i: lost for i in collected or [] if i not in _REPORTED})
+    ids = collected or []
+    return {
+        "pytest_exit": exitstatus,
+        "collected": ids,
+        "selection": dict(_SELECTION) or shards.selection(ids),
+        "unjudged": unjudged,
+    }
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     _STARTED["at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    _COLLECTED["ids"] = None  # a session of its own (pytester runs several in one process)
+    for state in (_REPORTED, _UNJUDGED, _SELECTION, _REQUIREMENTS):
+        state.clear()
 
 
 _STARTED: dict[str, str] = {}
@@ -565,6 +625,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for rid in claims.requirement_ids(item):
             item.extra_keyword_matches.add(rid)
+    _REQUIREMENTS.update({i.nodeid: ids for i in items if (ids := claims.requirement_ids(i))})
     if config.getoption("--lwsc-order") == "longest-first":
         # the tests on the worker's private cluster first (it goes down after them), each group
         # longest first: the slowest promise starts at once instead of last

@@ -9,10 +9,12 @@ every test exactly once; `lwsc report --merge` joins their run directories into 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import statistics
 from pathlib import Path
+from typing import Any
 
 from . import resources
 from .errors import UserError
@@ -58,3 +60,10 @@ def assign(nodeids: list[str], n: int, recorded: dict[str, float]) -> list[list[
         chosen[nodeid] = k
         totals[k] += weight[nodeid]
     return [[i for i in nodeids if chosen[i] == k] for k in range(n)]
+
+
+def selection(nodeids: list[str]) -> dict[str, Any]:
+    """What a run selected before it was sharded: the count and a digest of the sorted node ids.
+    Shards of one gate carry the same; `report --merge` refuses shards of different selections."""
+    digest = hashlib.sha256("\n".join(sorted(nodeids)).encode()).hexdigest()[:16]
+    return {"count": len(nodeids), "digest": digest}

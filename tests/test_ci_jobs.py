@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -156,14 +157,25 @@ def test_the_github_workflow_runs_step_by_step(tmp_path: Path, shards: list[Path
     assert "sudo install -d -o" in (tmp_path / "calls.log").read_text()
     # the merge job: shards downloaded as `shards/reports-<index>/<run-id>/`
     (ws / "shards").symlink_to(shards[0].parent.parent)
-    for step in _steps(doc["jobs"]["merge"]):
-        if "run" in step:
-            proc = subprocess.run(["bash", "-e", "-c", _expand(step["run"], values)], cwd=ws, env=env,
-                                  capture_output=True, text=True, timeout=300)
-            assert proc.returncode == 0, (step["name"], proc.stdout[-2000:], proc.stderr[-2000:])
+    for result in ("success", "cancelled"):
+        codes = _merge_job(doc, ws, env, {**values, "needs.shard.result": result})
+        assert codes[-1] == (0 if result == "success" else 3) and all(c == 0 for c in codes[:-1]), (result, codes)
     merged = json.loads((ws / "merged" / "conformance" / "summary.json").read_text())
     assert len(merged["merged_from"]) == 2 and merged["conclusion"]["code"] == 0
     assert "bootstrap" in (tmp_path / "calls.log").read_text()
+
+
+def _merge_job(doc: dict[str, Any], ws: Path, env: dict[str, str], values: dict[str, str]) -> list[int]:
+    """The merge job's `run:` steps in order (each runs, as `if: always()` jobs do): their exit codes."""
+    shutil.rmtree(ws / "merged", ignore_errors=True)
+    codes = []
+    for step in _steps(doc["jobs"]["merge"]):
+        if "run" in step:
+            step_env = {k: _expand(str(v), values) for k, v in (step.get("env") or {}).items()}
+            proc = subprocess.run(["bash", "-e", "-c", _expand(step["run"], values)], cwd=ws, env={**env, **step_env},
+                                  capture_output=True, text=True, timeout=300)
+            codes.append(proc.returncode)
+    return codes
 
 
 @pytest.mark.parametrize("job", ["pull-lws-conformance", "pull-lws-conformance-kind", "pull-kueue-lws-conformance"])

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from lws_conformance.deviations import Deviation
-from lws_conformance.report import summary
+from lws_conformance.report import completeness, summary
 from lws_conformance.report.conclusion import Policy, conclude
 from lws_conformance.verdicts import PRIVATE
 
@@ -54,6 +54,24 @@ def test_a_failed_must_is_1_whatever_else_and_names_it() -> None:
 
 def test_an_error_is_3_before_known_deviations() -> None:
     assert conclude([*KNOWN, row("E", "error", "SHOULD")], Policy(), DEVS).code == 3
+
+
+def test_a_run_that_did_not_judge_every_collected_test_is_3_never_green_nor_known_only() -> None:
+    """An interrupted pytest or a collected test with no verdict (a lost worker's) leaves no
+    green and no "listed upstream bugs only", also with the deviations accepted; a MUST that
+    failed still says so."""
+    lost = {"pytest_exit": 1, "collected": ["t::a", "t::b"], "unjudged": {"t::b": "never reported"}}
+    for rows, policy in ((PASS, Policy()), (KNOWN, Policy()), (KNOWN, Policy(accept_known_deviations=True))):
+        end = conclude(rows, policy, DEVS, gaps=completeness.gaps(lost))
+        assert end.code == 3 and "1 collected test(s) ended without a verdict, first t::b" in end.line, end.line
+    interrupted = completeness.gaps({"pytest_exit": 2, "collected": ["t::a"], "unjudged": {}})
+    assert interrupted == ["pytest exited 2 (interrupted)"]
+    assert conclude(PASS, Policy(), DEVS, gaps=interrupted).code == 3
+    assert conclude([*PASS, row("F", "failed")], Policy(), DEVS, gaps=interrupted).code == 1
+    assert completeness.gaps({"pytest_exit": 5, "shard": "3/3", "collected": [], "unjudged": {}}) == []  # empty shard
+    empty = completeness.gaps({"pytest_exit": 5, "collected": [], "unjudged": {}})
+    assert empty == ["pytest exited 5 (no tests collected)"]
+    assert completeness.gaps({"pytest_exit": 1, "collected": ["t::a"], "unjudged": {}}) == []
 
 
 def test_certify_fails_on_unaccepted_known_deviations_and_on_musts_not_run() -> None:

@@ -658,7 +658,8 @@ def test_verify_names_event_time_objects_and_paths(tmp_path: Path) -> None:
 
 def test_verify_refuses_an_incomplete_recording(tmp_path: Path) -> None:
     tl = Timeline("ns", events=list(good_rollout(2).events), complete=False, sync_error="behind")
-    with pytest.raises(errors.RecordingIncomplete, match="recording incomplete: ns's invariants not checked: behind") as err:
+    incomplete = "recording incomplete: ns's invariants not checked: behind"
+    with pytest.raises(errors.RecordingIncomplete, match=incomplete) as err:
         verify(tl, tmp_path, "inc")
     assert not isinstance(err.value, AssertionError)  # no claim takes it for a failure of LWS
     gapped = Timeline("ns", events=list(good_rollout(2).events), complete=True, gaps=[{"kind": "Pod", "t": 1.5}])

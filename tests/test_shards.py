@@ -141,9 +141,77 @@ def test_shards_merged_read_as_the_unsharded_run(pytester: pytest.Pytester, tmp_
     assert len(doc["merged_from"]) == 3 and {w.split(":")[0] for w in doc["run_timeline"]["workers"]} == {
         "1/3", "2/3", "3/3"}
     assert (out / "junit_01.xml").read_text().count("<testcase") == 5
-    with pytest.raises(UserError, match="the shards overlap"):
-        merge.results([parts[0], parts[0]])
+    with pytest.raises(merge.IncompleteMerge, match="shard 1/3 given twice"):
+        merge.results([parts[0], parts[0], parts[2]])
     meta = json.loads((parts[1] / "results.json").read_text())
     (parts[1] / "results.json").write_text(json.dumps({**meta, "versions": {"lws": "v0.8.0"}}))
-    with pytest.raises(UserError, match="ran with another versions"):
+    with pytest.raises(merge.IncompleteMerge, match="ran with another versions"):
         merge.results(parts)
+    for key, value in (("selection", {"count": 5, "digest": "0"}), ("harness", {"commit": "0" * 12})):
+        (parts[1] / "results.json").write_text(json.dumps({**meta, key: value}))
+        with pytest.raises(merge.IncompleteMerge, match=f"another {key if key != 'harness' else 'harness commit'}"):
+            merge.results(parts)
+    (parts[1] / "results.json").write_text(json.dumps({**meta, "collected": meta["collected"][1:]}))
+    with pytest.raises(merge.IncompleteMerge, match="collected 4 tests of the 5 selected"):
+        merge.results(parts)
+
+
+def _merged(parts: list[Path], out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    capsys.readouterr()
+    code = cli.main(["report", "--merge", *map(str, parts), "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and not out.exists(), err  # one line, nothing written
+    return code, err[0]
+
+
+@pytest.mark.usefixtures("plugin_pytester")
+@pytest.mark.parametrize("accept", [False, True])
+def test_a_merge_of_a_partial_gate_is_inconclusive(
+    pytester: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str], accept: bool
+) -> None:
+    """Two of three shards, a shard given twice or a shard of another gate never make a verdict:
+    the merge refuses in one line (exit 3), also when the gate accepts known deviations."""
+    pytester.makepyfile(test_s=TESTS.replace('assert False, "3 groups live, maxSurge 1"', "pass"))
+    gate = ["--lwsc-accept-known-deviations"] if accept else []
+    parts = [tmp_path / f"shard{k}" for k in (1, 2, 3)]
+    for k, d in enumerate(parts, 1):
+        _run(pytester, d, f"--lwsc-shard={k}/3", *gate)
+    code, line = _merged(parts[:2], tmp_path / "m1", capsys)
+    assert code == 3 and "shard 3/3 missing" in line
+    code, line = _merged([parts[0], parts[2]], tmp_path / "m2", capsys)
+    assert code == 3 and "shard 2/3 missing" in line
+    (parts[2] / "results.json").unlink()  # a shard whose pytest was killed before it wrote its results
+    code, line = _merged(parts, tmp_path / "m3", capsys)
+    assert code == 3 and f"{parts[2]} has no results.json" in line
+    assert cli.main(["report", "--merge", *map(str, parts[:2]), str(tmp_path / "whole")]) == 2  # not a directory
+
+
+CRASH = TESTS.replace("def test_sts_names():\n    pass", (
+    "def test_sts_names():\n    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)  # the worker dies"))
+
+
+@pytest.mark.usefixtures("plugin_pytester")
+def test_a_killed_worker_reads_error_and_a_merge_with_its_shard_exit_3(
+    pytester: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A test whose xdist worker died ended without a verdict: its requirement reads error, the
+    run is inconclusive (exit 3), and a merge that includes that shard refuses it."""
+    pytester.makepyfile(test_s=CRASH.replace('assert False, "3 groups live, maxSurge 1"', "pass"))
+    out = tmp_path / "whole"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1", "--lwsc-run-id=t1",
+                                           f"--lwsc-report-dir={out}", "--lwsc-accept-known-deviations")
+    doc = json.loads((out / "summary.json").read_text())
+    assert "crashed" in result.stdout.str() and doc["conclusion"]["code"] == 3, doc["conclusion"]
+    assert doc["conclusion"]["line"].startswith("inconclusive: 1 requirement(s) errored: LWS-NAME-004")
+    row = next(r for r in doc["requirements"] if r["id"] == "LWS-NAME-004")
+    assert row["verdict"] == "error" and "crashed while running 'test_s.py::test_sts_names'" in row["detail"]
+    assert cli._exit_code(result.ret, out) == 3
+    parts = [tmp_path / f"shard{k}" for k in (1, 2, 3)]
+    for k, d in enumerate(parts, 1):
+        pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1", "--lwsc-run-id=t1",
+                                      f"--lwsc-report-dir={d}", f"--lwsc-shard={k}/3")
+    crashed = next(k for k, d in enumerate(parts, 1)
+                   if "test_s.py::test_sts_names" in json.loads((d / "results.json").read_text())["collected"])
+    code, line = _merged(parts, tmp_path / "merged", capsys)
+    assert code == 3 and f"shard {crashed}/3 ({parts[crashed - 1]}) is not whole" in line
+    assert "ended without a verdict, first test_s.py::test_sts_names" in line

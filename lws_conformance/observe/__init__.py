@@ -96,7 +96,9 @@ def require_complete(tl: Timeline, evidence: str = "") -> None:
         return
     why = tl.sync_error or "recorder did not finish its final sync"
     gaps = f"; re-listed (events possibly missed) at {tl.gaps}" if tl.gaps else ""
-    raise errors.RecordingIncomplete(f"recording incomplete: {tl.namespace}'s invariants not checked: {why}{gaps}{evidence}")
+    raise errors.RecordingIncomplete(
+        f"recording incomplete: {tl.namespace}'s invariants not checked: {why}{gaps}{evidence}"
+    )
 
 
 def saved(tl: Timeline, where: Path, name: str, *, lws: str | None = None) -> list[Event]:

@@ -5,7 +5,8 @@
     1  not conformant: a MUST failed (not as a listed deviation); with --strict also a listed
        deterministic deviation that no longer reproduces; with --certify also a MUST that errored,
        did not run, ran partly, or failed as a listed deviation that was not accepted
-    3  inconclusive: a requirement errored (the harness or the infrastructure broke)
+    3  inconclusive: a requirement errored (the harness or the infrastructure broke), or the run
+       did not judge every test it collected (pytest interrupted, a lost worker's tests)
     4  not conformant, listed upstream bugs only: every MUST that did not pass is a known
        deviation of the installed versions (each named on the first line)
 
@@ -77,8 +78,15 @@ def _known(row: dict[str, Any], devs: dict[str, deviations.Deviation]) -> str:
     return f"{row['id']} ({'; '.join(refs) or 'no deviation recorded'})"
 
 
-def conclude(rows: list[dict[str, Any]], policy: Policy, devs: list[deviations.Deviation] | None = None) -> Conclusion:
-    """The run's conclusion from its summary rows (dicts with id, level, verdict, deviation)."""
+def conclude(
+    rows: list[dict[str, Any]],
+    policy: Policy,
+    devs: list[deviations.Deviation] | None = None,
+    gaps: list[str] | None = None,
+) -> Conclusion:
+    """The run's conclusion from its summary rows (dicts with id, level, verdict, deviation) and
+    `gaps`: why the run did not judge every test it collected (`completeness.gaps`), which makes
+    it inconclusive unless a MUST already failed."""
     by_id = {d.id: d for d in (deviations.default() if devs is None else devs)}
     must = [r for r in rows if r["level"] == "MUST"]
     known = [_known(r, by_id) for r in must if r["verdict"] == "known-deviation"]
@@ -89,6 +97,9 @@ def conclude(rows: list[dict[str, Any]], policy: Policy, devs: list[deviations.D
     errored = [r["id"] for r in rows if r["verdict"] == "error"]
     if errored:
         return Conclusion(ERROR, f"{CODES[ERROR]}: {len(errored)} requirement(s) errored: {', '.join(errored)}", known)
+    if gaps:
+        line = f"{CODES[ERROR]}: the run did not judge every test it collected: {'; '.join(gaps)}"
+        return Conclusion(ERROR, line, known)
     if known and not policy.accept_known_deviations:
         return Conclusion(
             KNOWN_ONLY, f"{CODES[KNOWN_ONLY]}: {len(known)} MUST known deviation(s): {'; '.join(known)}", known

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import verdicts
 from ..catalogue import Requirement
-from . import conclusion
+from . import completeness, conclusion
 
 ORDER = verdicts.ORDER
 
@@ -129,8 +129,11 @@ def _source_md(s: dict[str, str]) -> str:
 def write(out: Path, rows: list[Row], meta: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     dicts = [asdict(r) for r in rows]
-    end = conclusion.conclude(dicts, conclusion.Policy.from_meta(meta))
-    doc = {**meta, "conclusion": end.to_dict(), "totals": totals(rows), "levels": levels(rows), "requirements": dicts}
+    end = conclusion.conclude(dicts, conclusion.Policy.from_meta(meta), gaps=completeness.gaps(meta))
+    whole = {k: v for k, v in meta.items() if k != "collected"} | (
+        {"collected": len(meta["collected"])} if "collected" in meta else {}
+    )  # the test ids stay in results.json
+    doc = {**whole, "conclusion": end.to_dict(), "totals": totals(rows), "levels": levels(rows), "requirements": dicts}
     (out / "summary.json").write_text(json.dumps(doc, indent=2))
     lines = [
         f"# lws-conformance run {meta.get('run_id', '')}",
