@@ -1,9 +1,12 @@
 """Measure a full warm `lwsc run` at several `-n`: wall time, CPU-seconds, identical verdicts.
 
-Run: .venv/bin/python benchmarks/run_cpu.py [--workers 2,3,4,6] [--rounds 3] [--profile P]
+Run: .venv/bin/python benchmarks/run_cpu.py [--workers 2,3,4,6,3+hog] [--rounds 3] [--profile P]
 Each round is `lwsc run -n N --name cpu-bench` (up from cached binaries and snapshots, the suites,
-reports, down). CPU-seconds are the machine's: user + nice + system + irq + softirq from
-/proc/stat over the run, so every process counts (control plane, controllers, kwok, pytest
+reports, down). `N+hog` runs it beside a CPU hog that keeps every core busy (one busy-looping
+process per core at nice 0, as another build on a shared CI runner would): the verdicts must not
+change with the load; the hog's own CPU is measured and left out of the run's. CPU-seconds are
+the machine's: user + nice + system + irq + softirq from /proc/stat over the run, so every process
+counts (control plane, controllers, kwok, pytest
 workers, report rendering) — run it on an idle machine, and the idle load before the first round
 is printed and recorded. Where they went: every process is sampled once a second from
 /proc/<pid>/stat and its CPU time charged to its program (kube-apiserver, etcd, lws, kueue, kwok,
@@ -104,23 +107,43 @@ class Sampler(threading.Thread):
         return {k: round(v, 1) for k, v in sorted(totals.items(), key=lambda kv: -kv[1]) if v >= 0.5}
 
 
-def one_round(workers: int, profile: str | None, reports: Path) -> dict[str, Any]:
+HOG = "import os\nos.nice(0)\nwhile True: pass"
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU-seconds (user + system) a process used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_round(config: str, profile: str | None, reports: Path) -> dict[str, Any]:
+    workers, hogged = int(config.removesuffix("+hog")), config.endswith("+hog")
     cmd = [sys.executable, "-m", "lws_conformance.cli", *(["--profile", profile] if profile else [])]
     cmd += ["--name", NAME, "run", "-n", str(workers), "--reports", str(reports)]
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(os.cpu_count() or 1)] if hogged else []
     sampler = Sampler()
     sampler.start()
     cpu0, wall0 = busy_seconds(), time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    wall, cpu = time.monotonic() - wall0, busy_seconds() - cpu0
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        wall, cpu = time.monotonic() - wall0, busy_seconds() - cpu0
+        hog_cpu = sum(_cpu_of(h.pid) for h in hogs)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
     sampler.stop.set()
     sampler.join()
-    cpu -= sampler.own
+    cpu -= sampler.own + hog_cpu
     programs = sampler.by_program()
     programs["unattributed"] = round(cpu - sum(programs.values()), 1)
     run = (reports / "latest").resolve()
     summary = json.loads((run / "summary.json").read_text())
-    return {"workers": workers, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "exit": proc.returncode,
-            "sampler_cpu_s": round(sampler.own, 1), "cpu_by_program_s": programs, "run": run.name,
+    if hogged:
+        programs["python"] = round(programs.get("python", 0.0) - hog_cpu, 1)  # the hog is a python process too
+    return {"workers": config, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "exit": proc.returncode,
+            "hog_cpu_s": round(hog_cpu, 1), "sampler_cpu_s": round(sampler.own, 1),
+            "cpu_by_program_s": programs, "run": run.name,
             "reports": str(reports.relative_to(ROOT)), "tests": summary.get("totals", {}),
             **outcomes(summary)}  # fmt: skip
 
@@ -146,7 +169,7 @@ def difference(first: dict[str, Any], rnd: dict[str, Any], req: str) -> dict[str
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workers", default="2,3,4,6", help="comma-separated -n values")
+    ap.add_argument("--workers", default="2,3,4,6", help="comma-separated -n values; N+hog: beside a CPU hog")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--profile", default=None)
     ap.add_argument("--render", metavar="RESULTS.json", type=Path, help="rewrite a results file's JSON and Markdown")
@@ -154,7 +177,10 @@ def main() -> None:
     if args.render:
         render(args.render)
         return
-    counts = [int(w) for w in args.workers.split(",")]
+    counts = [w.strip() for w in args.workers.split(",")]
+    bad = [w for w in counts if not w.removesuffix("+hog").isdigit()]
+    if bad:
+        raise SystemExit(f"run_cpu: --workers takes N or N+hog, comma-separated (e.g. 2,3,6,3+hog), not {bad[0]!r}")
     load = os.getloadavg()
     print(f"load before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
     kept = ROOT / "reports" / f"run-cpu-{time.strftime('%Y%m%d-%H%M')}"  # every round's run directory
@@ -224,8 +250,8 @@ def write(stem: Path, meta: dict[str, Any], rounds: list[dict[str, Any]], kept: 
         f"({result['date']}, commit {result['commit']}, {result['machine']}, "
         f"load before {result['load_before'][0]})",
         "",
-        "| -n | wall (median, range) | CPU-seconds (median, range) | rounds | exits | verdicts differing "
-        "from the first round: a listed race | other differences |",
+        "| -n (+hog: beside a CPU hog) | wall (median, range) | CPU-seconds (median, range) | rounds | exits | "
+        "verdicts differing from the first round: a listed race | other differences |",
         "|---|---|---|---|---|---|---|",
     ]
     for n in counts:
