@@ -6,10 +6,16 @@ group verdicts by requirement. Gating reads the installed versions: a requiremen
 installed component is "not-applicable", never failed and never silently skipped.
 
 Levels (RFC 2119 words, as the AI-conformance KARs use them):
-- MUST: an upstream document, API field comment or KEP promises the behaviour. Gates a release.
-- SHOULD: only upstream code, tests or issues show the intent. Reported, never gates.
-Every requirement cites its upstream sources; the harness's own notes (`kind: harness`) may be
-cited in addition, never alone.
+- MUST: an upstream document, API field comment or KEP promises the behaviour, by default (not
+  behind a feature gate that is off by default). Gates a release.
+- SHOULD: only upstream code, tests, issues or release notes show the intent, or the behaviour
+  needs a default-off gate. Reported, never gates.
+A release note is not a promise: a CHANGELOG entry is a PR's own summary of what it changed
+(`kind: changelog`, with its section). Only the upgrade notes ("Actions Required Before
+Upgrading", formerly "Urgent Upgrade Notes"), written for users to act on, state a contract or a
+default and may back a MUST; "Bug or Regression", "Feature", "API Change" and the other sections
+never do. Every requirement cites its upstream sources; the harness's own notes (`kind: harness`)
+and the declaration of a default-off gate (`kind: alpha`) may be cited in addition, never alone.
 """
 
 from __future__ import annotations
@@ -27,10 +33,28 @@ CATALOGUE = resources.fixtures() / "requirements"
 _ID = re.compile(r"^(LWS|KUEUE|ROLL|CHAOS|SCALE)-[A-Z]+-\d{3}$")
 LEVELS = ("MUST", "SHOULD")
 # What each kind of source is: promises (doc, api, kep) make a MUST; intent (code, test, issue)
-# makes a SHOULD; `harness` is our own summary and never counts on its own.
+# makes a SHOULD; a `changelog` entry promises only from a section of CONTRACT_SECTIONS; `alpha`
+# quotes the declaration of a feature gate that is off by default, which the behaviour needs (no
+# MUST then); `harness` is our own summary. `alpha` and `harness` never count on their own.
 PROMISE_KINDS = ("doc", "api", "kep")
 INTENT_KINDS = ("code", "test", "issue")
-SOURCE_KINDS = (*PROMISE_KINDS, *INTENT_KINDS, "harness")
+SOURCE_KINDS = (*PROMISE_KINDS, "changelog", *INTENT_KINDS, "alpha", "harness")
+# The sections of a CHANGELOG (Kubernetes' release-notes tool). The upgrade notes state a contract
+# or a default users must act on; every other section summarises what a PR changed.
+CONTRACT_SECTIONS = ("Actions Required Before Upgrading", "Urgent Upgrade Notes")
+CHANGELOG_SECTIONS = (
+    *CONTRACT_SECTIONS,
+    "API Change",
+    "Feature",
+    "Bug or Regression",
+    "Deprecation",
+    "Documentation",
+    "Other (Cleanup or Flake)",
+    "Failing Test",
+)
+# A release note wherever it is published: a CHANGELOG file or a GitHub release page.
+_RELEASE_NOTE_URL = re.compile(r"/CHANGELOG(?:[/.-]|$)|/releases/tag/", re.I)
+_DEFAULT_OFF = re.compile(r"\bdefault:?\s*false\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -38,10 +62,16 @@ class Source:
     kind: str  # one of SOURCE_KINDS
     url: str  # a page, or a file pinned to a tag/commit (…/blob/v0.9.0/path#L10-L12)
     quote: str = ""  # the sentence, comment or assertion, verbatim (whitespace folded)
+    section: str = ""  # a changelog entry's section (one of CHANGELOG_SECTIONS)
 
     @property
     def upstream(self) -> bool:
         return self.kind != "harness"
+
+    @property
+    def promises(self) -> bool:
+        """Can this source alone back a MUST?"""
+        return self.kind in PROMISE_KINDS or (self.kind == "changelog" and self.section in CONTRACT_SECTIONS)
 
 
 @dataclass(frozen=True)
@@ -102,13 +132,25 @@ def not_applicable(req: Requirement, installed: dict[str, str]) -> str | None:
 def _sources(rid: str, raws: list[dict[str, str]]) -> tuple[Source, ...]:
     out = []
     for raw in raws:
-        src = Source(str(raw["kind"]), str(raw["url"]), " ".join(str(raw.get("quote", "")).split()))
+        quote = " ".join(str(raw.get("quote", "")).split())
+        src = Source(str(raw["kind"]), str(raw["url"]), quote, str(raw.get("section", "")))
         if src.kind not in SOURCE_KINDS:
             raise ValueError(f"{rid}: source kind {src.kind!r} is not one of {SOURCE_KINDS}")
         if not src.url.startswith(("https://", "file:")):
             raise ValueError(f"{rid}: source url {src.url!r} is not a https:// URL")
-        if src.kind in (*PROMISE_KINDS, "code", "test") and not src.quote:
+        if src.kind in (*PROMISE_KINDS, "changelog", "alpha", "code", "test") and not src.quote:
             raise ValueError(f"{rid}: a {src.kind} source must quote the upstream text ({src.url})")
+        if src.kind != "changelog" and _RELEASE_NOTE_URL.search(src.url):
+            raise ValueError(f"{rid}: {src.url} is a release note: kind changelog, with its section, not {src.kind}")
+        if src.kind == "changelog" and src.section not in CHANGELOG_SECTIONS:
+            raise ValueError(
+                f"{rid}: a changelog source names its section, one of {CHANGELOG_SECTIONS} "
+                f"(got {src.section!r}, {src.url})"
+            )
+        if src.kind != "changelog" and src.section:
+            raise ValueError(f"{rid}: only a changelog source has a section ({src.url})")
+        if src.kind == "alpha" and not _DEFAULT_OFF.search(src.quote):
+            raise ValueError(f"{rid}: an alpha source quotes the gate's declaration with its default false ({src.url})")
         out.append(src)
     return tuple(out)
 
@@ -125,9 +167,14 @@ def check(req: Requirement) -> None:
     if re.search(rf"\b{other}\b", req.statement):
         raise ValueError(f"{req.id}: a {req.level} requirement's statement must not say {other} (split it)")
     kinds = {s.kind for s in req.sources}
-    if req.level == "MUST" and not kinds & set(PROMISE_KINDS):
-        raise ValueError(f"{req.id}: MUST needs an upstream doc, api or kep source (else it is a SHOULD)")
-    if not kinds - {"harness"}:
+    if req.level == "MUST" and not any(s.promises for s in req.sources):
+        raise ValueError(
+            f"{req.id}: MUST needs an upstream doc, api or kep source, or a changelog entry of "
+            f"{' / '.join(CONTRACT_SECTIONS)} (code, tests, issues and other release notes make a SHOULD)"
+        )
+    if req.level == "MUST" and "alpha" in kinds:
+        raise ValueError(f"{req.id}: MUST on a feature gate that is off by default (an alpha source): a SHOULD")
+    if not kinds - {"harness", "alpha"}:
         raise ValueError(f"{req.id}: cites no upstream source (our own docs are never a source on their own)")
     for v in req.since.values():
         parse_version(v)

@@ -77,6 +77,9 @@ def test_main_builds_order_by_commits_after_their_tag(have: str, mark: str, expe
 
 
 API = "https://github.com/kubernetes-sigs/lws/blob/v0.9.0/api/leaderworkerset/v1/leaderworkerset_types.go"
+NOTES = "https://github.com/kubernetes-sigs/kueue/blob/v0.19.2/CHANGELOG/CHANGELOG-0.19.md#L102"
+GATES = "https://github.com/kubernetes-sigs/kueue/blob/v0.17.0/pkg/features/kube_features.go#L540-L542"
+OFF = "'ShortWorkloadNames: {{Version: version.MustParse(\"0.17\"), Default: false, PreRelease: featuregate.Alpha}}'"
 
 
 def _entry(level: str, statement: str, sources: str) -> str:
@@ -95,6 +98,25 @@ def _entry(level: str, statement: str, sources: str) -> str:
         ("MUST", "It MUST.", f"{{kind: api, url: '{API}'}}", "must quote"),
         ("MUST", "It MUST.", "{kind: api, url: 'lws_types.go', quote: q}", "https"),
         ("MAY", "It MAY.", f"{{kind: api, url: '{API}', quote: q}}", "level"),
+        # A release note is not a promise: a "Bug or Regression" (or "Feature") entry makes a SHOULD ...
+        ("MUST", "It MUST.", f"{{kind: changelog, url: '{NOTES}', quote: q, section: Bug or Regression}}",
+         "MUST needs an upstream doc, api or kep"),
+        ("MUST", "It MUST.", f"{{kind: changelog, url: '{NOTES}', quote: q, section: Feature}}, "
+         f"{{kind: code, url: '{API}', quote: q}}", "MUST needs an upstream doc, api or kep"),
+        # ... and is filed as a changelog, with its section, never as a doc page.
+        ("MUST", "It MUST.", f"{{kind: doc, url: '{NOTES}', quote: q}}", "is a release note"),
+        ("SHOULD", "It SHOULD.", "{kind: doc, url: 'https://github.com/kubernetes-sigs/lws/releases/tag/v0.9.0', "
+         "quote: q}", "is a release note"),
+        ("SHOULD", "It SHOULD.", f"{{kind: changelog, url: '{NOTES}', quote: q}}", "names its section"),
+        ("SHOULD", "It SHOULD.", f"{{kind: changelog, url: '{NOTES}', quote: q, section: Bugs}}", "names its section"),
+        ("SHOULD", "It SHOULD.", f"{{kind: api, url: '{API}', quote: q, section: Feature}}", "only a changelog"),
+        ("SHOULD", "It SHOULD.", f"{{kind: changelog, url: '{NOTES}', section: Feature}}", "must quote"),
+        # A behaviour behind a feature gate that is off by default is never a MUST, whatever promises it.
+        ("MUST", "It MUST.", f"{{kind: api, url: '{API}', quote: q}}, {{kind: alpha, url: '{GATES}', quote: {OFF}}}",
+         "off by default"),
+        ("SHOULD", "It SHOULD.", f"{{kind: alpha, url: '{GATES}', quote: {OFF}}}", "no upstream source"),
+        ("SHOULD", "It SHOULD.", f"{{kind: api, url: '{API}', quote: q}}, {{kind: alpha, url: '{GATES}', quote: q}}",
+         "default false"),
     ],
 )
 def test_bad_catalogue_entries_are_rejected(tmp_path: Path, level: str, statement: str, sources: str,
@@ -109,6 +131,24 @@ def test_a_well_sourced_entry_loads(tmp_path: Path) -> None:
     f = tmp_path / "r.yaml"
     f.write_text(_entry("SHOULD", "It SHOULD.", "{kind: issue, url: 'https://github.com/kubernetes-sigs/lws/issues/1'}"))
     assert catalogue.load(f)["LWS-X-001"].level == "SHOULD"
+
+
+@pytest.mark.parametrize(
+    ("level", "sources"),
+    [
+        # The upgrade notes state a contract or a default for users: they may back a MUST.
+        ("MUST", f"{{kind: changelog, url: '{NOTES}', quote: q, section: Actions Required Before Upgrading}}"),
+        ("MUST", f"{{kind: changelog, url: '{NOTES}', quote: q, section: Urgent Upgrade Notes}}"),
+        # A bug-fix note and a default-off gate make a SHOULD.
+        ("SHOULD", f"{{kind: changelog, url: '{NOTES}', quote: q, section: Bug or Regression}}, "
+         f"{{kind: alpha, url: '{GATES}', quote: {OFF}}}"),
+    ],
+)
+def test_release_notes_and_gates_load_at_their_level(tmp_path: Path, level: str, sources: str) -> None:
+    f = tmp_path / "r.yaml"
+    f.write_text(_entry(level, f"It {level}.", sources))
+    req = catalogue.load(f)["LWS-X-001"]
+    assert req.level == level and req.sources[0].kind == "changelog" and req.sources[0].section
 
 
 def test_every_requirement_has_a_level_and_upstream_sources() -> None:

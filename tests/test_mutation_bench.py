@@ -156,6 +156,23 @@ def test_classification_against_the_baseline() -> None:
     assert mutlib.classify({"A": "error"}, errored, levels) == ("survived", {})
 
 
+def test_a_rendered_result_follows_the_catalogues_levels_now() -> None:
+    """A mutant run recorded when A was a MUST and B a SHOULD, rendered after A became a SHOULD and B
+    a MUST: the same requirements are red, each with its level's verdict, and the status follows."""
+    row = {"id": "m", "status": "killed-must", "red": {"A": "failed", "E": "error"}, "details": {"A": "x"}}
+    should = mutlib.relevel(row, {"A": "SHOULD", "E": "MUST"})
+    assert should == {**row, "status": "killed-should", "red": {"A": "warning", "E": "error"}}
+    was_should = {"id": "n", "status": "killed-should", "red": {"B": "warning"}}
+    assert mutlib.relevel(was_should, {"B": "MUST"})["status"] == "killed-must"
+    assert mutlib.relevel(was_should, {"B": "MUST"})["red"] == {"B": "failed"}
+    # a requirement no longer catalogued keeps what was recorded; rows without a run are left alone
+    assert mutlib.relevel(was_should, {}) == was_should
+    for status in ("survived-not-reached", "build-failed", "no-result", "pending"):
+        assert mutlib.relevel({"status": status, "red": {"A": "failed"}}, {"A": "SHOULD"})["red"] == {"A": "failed"}
+    bring_up = {"status": "killed-error", "red": {"bring-up": "error"}}
+    assert mutlib.relevel(bring_up, {"A": "MUST"}) == bring_up
+
+
 def test_scores_leave_equivalent_survivors_and_build_failures_out() -> None:
     rows = [
         {"id": "1", "component": "lws", "file": "pkg/a.go", "where": "covered", "status": "killed-must"},

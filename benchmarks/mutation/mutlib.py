@@ -256,6 +256,24 @@ def classify(verdicts: dict[str, str], baseline: dict[str, str], levels: dict[st
     return "survived", red
 
 
+def relevel(row: dict[str, Any], levels: dict[str, str]) -> dict[str, Any]:
+    """`row` (a result of results.json) as its run reads under `levels`, the catalogue's levels now:
+    a requirement that did not hold is `failed` as a MUST and `warning` as a SHOULD, and the status
+    follows (killed-must, killed-should). What the run saw (which requirements went red, `error`,
+    the details) is kept; rows without a run, and requirements no longer catalogued, as they were."""
+    if row["status"] not in (*KILLED, "survived"):
+        return row
+
+    def verdict(r: str, v: str) -> str:
+        if v not in ("failed", "warning") or r not in levels:
+            return v
+        return "failed" if levels[r] == "MUST" else "warning"
+
+    red = {r: verdict(r, v) for r, v in row["red"].items()}
+    status, red = classify(red, {}, {r: levels.get(r, "MUST") for r in red})
+    return {**row, "red": red, "status": status}
+
+
 # the bring-up's error for a component that died of its own (lws_conformance.providers.process.
 # exit_message); a cause of the machine's (no disk space, the inotify limit) reads "...: <cause>"
 _STARTUP = re.compile(r"^lwsc: error: (?P<component>[\w-]+) exited during start-up \(log: .*$", re.M)

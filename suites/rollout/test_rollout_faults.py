@@ -47,6 +47,7 @@ LWS_NAMESPACE = "lws-system"  # where LWS's config/default installs its controll
 @proves_invariants
 @pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-FAULT-001")
+@pytest.mark.requirement("ROLL-FAULT-005")
 def test_controller_restart_mid_rollout_updates_no_extra_group(
     private_scenario: Scenario,
     private_cluster: LocalCluster,
@@ -84,7 +85,7 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
         _one_revision(sc, name, new)
-    with claim("ROLL-FAULT-001"):
+    with claim("ROLL-FAULT-005"):
         by_group = facts.revisions_by_group(events)
         assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated exactly once: {by_group}"
 
@@ -92,6 +93,7 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
 @proves_invariants
 @pytest.mark.alone
 @pytest.mark.requirement("ROLL-FAULT-004")
+@pytest.mark.requirement("ROLL-FAULT-006")
 def test_controller_pod_deleted_mid_rollout_updates_no_extra_group(
     scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -127,7 +129,7 @@ def test_controller_pod_deleted_mid_rollout_updates_no_extra_group(
         sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
-    with claim("ROLL-FAULT-004"):
+    with claim("ROLL-FAULT-006"):
         by_group = facts.revisions_by_group(events)
         assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated exactly once: {by_group}"
 

@@ -148,10 +148,11 @@ def test_kueue_lws_validation_goes_red_without_kueues_lws_validating_webhook(
         original.metadata.resource_version = current.metadata.resource_version
         adm.replace_validating_webhook_configuration(name, original)
         api.close()
-    # MUST requirements go to `failed`, SHOULD ones to `warning` (never `failed`), when they do not hold.
-    for rid, red in (("KUEUE-VALID-001", "failed"), ("KUEUE-VALID-002", "failed"), ("KUEUE-VALID-003", "warning")):
+    # SHOULD requirements go to `warning` (never `failed`) when they do not hold: all three are
+    # SHOULDs (the refusals ship as bug fixes; no doc, API comment or KEP promises them).
+    for rid in ("KUEUE-VALID-001", "KUEUE-VALID-002", "KUEUE-VALID-003"):
         got = found.get(rid)
-        assert got is not None and got.verdict == red, f"{rid}: {got}"
+        assert got is not None and got.verdict == "warning", f"{rid}: {got}"
         assert "accepted" in got.detail, f"{rid} went red for another reason: {got.detail[:1500]}"
 
 
