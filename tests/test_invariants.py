@@ -6,13 +6,23 @@ LWS v0.9.0 on the local cluster (tests/data)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lws_conformance import deviations, errors
-from lws_conformance.observe import Recorder, Source, Timeline, facts, invariants, picture, verify
+from lws_conformance.observe import (
+    Recorder,
+    Source,
+    Timeline,
+    facts,
+    invariants,
+    picture,
+    require_complete,
+    verify,
+)
 from lws_conformance.observe.facts import documented_first_step, documented_update_start
 from lws_conformance.observe.invariants import ALL, check_all
 from lws_conformance.observe.recorder import ScriptedApi
@@ -663,7 +673,7 @@ def test_verify_refuses_an_incomplete_recording(tmp_path: Path) -> None:
         verify(tl, tmp_path, "inc")
     assert not isinstance(err.value, AssertionError)  # no claim takes it for a failure of LWS
     gapped = Timeline("ns", events=list(good_rollout(2).events), complete=True, gaps=[{"kind": "Pod", "t": 1.5}])
-    with pytest.raises(errors.RecordingIncomplete, match=r"re-listed \(events possibly missed\) at \[\{'kind': 'Pod'"):
+    with pytest.raises(errors.RecordingIncomplete, match=r"\(events possibly missed\) at \[\{'kind': 'Pod'"):
         verify(gapped, tmp_path, "gap")
 
 
@@ -692,6 +702,32 @@ def test_recorder_records_every_event_and_proves_it_at_sync() -> None:
     got = [(e.type, e.name, e.source, e.obj.get("ready")) for e in tl.events]
     assert got == [("ADDED", "a", "list", False), ("MODIFIED", "a", "watch", True), ("ADDED", "b", "watch", False),
                    ("DELETED", "a", "watch", True)]
+
+
+def test_a_relist_after_410_is_a_gap_only_where_it_finds_unseen_writes() -> None:
+    """A 410 ends the watch (an upgrade replacing the CRD restarts the API server's storage of
+    that kind). A re-list that finds every object as last seen missed nothing: no gap, the
+    recording is whole. One that finds a write the recorder never saw is a gap: incomplete."""
+    gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired", "metadata": {},
+                                        "message": "too old resource version: 5 (9)"}}
+    for unseen, whole in ((False, True), (True, False)):
+        api = ScriptedApi([], [{"type": "ADDED", "object": _raw_pod("a", 6, True)}, gone], list_rv="5")
+        if unseen:
+            api.final = [_raw_pod("a", 9, False)]  # changed while no watch ran
+        tl = Timeline("ns")
+        rec = Recorder(tl, [Source("Pod", api)])
+        rec.start()
+        deadline = time.monotonic() + 10
+        while not (tl.gaps or tl.quiet_relists) and time.monotonic() < deadline:
+            time.sleep(0.01)  # the re-list runs on the recorder's thread
+        rec.stop()
+        seen = (not tl.gaps and len(tl.quiet_relists) >= 1) if whole else len(tl.gaps) >= 1
+        assert seen, (tl.gaps, tl.quiet_relists)
+        if whole:
+            require_complete(tl)
+        else:
+            with pytest.raises(errors.RecordingIncomplete, match="found writes it had not seen"):
+                require_complete(tl)
 
 
 def test_recorder_sync_reports_what_it_missed() -> None:

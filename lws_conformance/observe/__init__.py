@@ -94,10 +94,12 @@ def require_complete(tl: Timeline, evidence: str = "") -> None:
     error, never failed."""
     if tl.complete and not tl.gaps:
         return
-    why = tl.sync_error or "recorder did not finish its final sync"
-    gaps = f"; re-listed (events possibly missed) at {tl.gaps}" if tl.gaps else ""
+    why = [] if tl.complete else [tl.sync_error or "recorder did not finish its final sync"]
+    why += [f"re-listed after a 410 and found writes it had not seen (events possibly missed) at {tl.gaps}"] * bool(
+        tl.gaps
+    )
     raise errors.RecordingIncomplete(
-        f"recording incomplete: {tl.namespace}'s invariants not checked: {why}{gaps}{evidence}"
+        f"recording incomplete: {tl.namespace}'s invariants not checked: {'; '.join(why)}{evidence}"
     )
 
 

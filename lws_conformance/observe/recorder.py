@@ -7,7 +7,11 @@ resourceVersion with bookmarks, re-list on 410 Gone. Differences, and why:
 - a watch that ends normally (server timeout) or breaks is resumed from the last resourceVersion
   seen instead of re-listing, like a client-go reflector, so no event is skipped; only a 410
   forces a re-list, and then the difference between the recorder's state and the list is
-  appended as `source="relist"` events and noted in `timeline.gaps`;
+  appended as `source="relist"` events and noted in `timeline.gaps` (a write may have been
+  missed there). A re-list that finds every object at the resourceVersion the recorder last saw
+  and none gone missed nothing of what it lists (as when an upgrade replaces a CRD and the API
+  server restarts its storage, ending every watch of that kind with a 410): it is noted in
+  `timeline.quiet_relists`, not a gap;
 - objects are handled as the raw JSON the server sent (no model deserialisation, which costs
   ~1 ms per pod and would make the recorder fall behind a 100-group rollout).
 
@@ -149,24 +153,27 @@ class Recorder:
             k.events += 1
             self._cond.notify_all()
 
-    def _apply_list(self, k: _Kind, body: Obj, source: str) -> None:
-        """Turn a list into events: everything new or changed, and DELETED for what vanished."""
+    def _apply_list(self, k: _Kind, body: Obj, source: str) -> int:
+        """Turn a list into events: everything new or changed, and DELETED for what vanished.
+        Returns how many events that made (0: the list holds exactly what the recorder had)."""
         items = {str((i.get("metadata") or {}).get("name")): i for i in body.get("items") or []}
         with self._cond:
             known = dict(k.objs)
+        made = 0
         for name, item in items.items():
             rv = (item.get("metadata") or {}).get("resourceVersion")
             old = known.get(name)
-            if old is None:
-                self.handle(k.src.kind, "ADDED", item, source)
-            elif old.get("rv") != rv:
-                self.handle(k.src.kind, "MODIFIED", item, source)
+            if old is None or old.get("rv") != rv:
+                self.handle(k.src.kind, "ADDED" if old is None else "MODIFIED", item, source)
+                made += 1
         list_rv = (body.get("metadata") or {}).get("resourceVersion")
         for name in set(known) - set(items):
             # the deletion itself was missed: keep the last known state, stamped with the list's rv
             self.handle(k.src.kind, "DELETED", {}, source, snap={**known[name], "rv": list_rv})
+            made += 1
         with self._cond:
             k.rv = list_rv
+        return made
 
     # -- the per-kind loop (list, watch from rv, re-list on 410) -----------------------------
     def _run(self, k: _Kind) -> None:
@@ -182,9 +189,10 @@ class Recorder:
                         raise
                     self._stopping.wait(pause)  # transient (429/5xx): list again
                     continue
-                self._apply_list(k, body, "list" if first else "relist")
+                changed = self._apply_list(k, body, "list" if first else "relist")
                 if not first:
-                    self.timeline.gaps.append({"kind": src.kind, "t": time.monotonic() - self.timeline.started_mono})
+                    at = {"kind": src.kind, "t": time.monotonic() - self.timeline.started_mono}
+                    (self.timeline.gaps if changed else self.timeline.quiet_relists).append(at)
                 first = False
                 k.listed.set()
                 if self._watch(k):

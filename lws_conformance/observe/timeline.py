@@ -214,15 +214,17 @@ def _ds_role(role: Obj) -> Obj:
 class Timeline:
     """What `record()` yields: events appended by the recorder threads, read by the checks.
 
-    `gaps` lists every moment the recorder had to re-list (a 410 or a broken watch): events between
-    the last one seen and the re-list may be missing there, so checks over such a timeline are
-    reported as incomplete rather than trusted. `complete` is False until the recorder's final
+    `gaps` lists every moment the recorder had to re-list (a 410) and found writes it had not
+    seen: events between the last one seen and the re-list may be missing there, so checks over
+    such a timeline are reported as incomplete rather than trusted. `quiet_relists` are re-lists
+    that found everything as the recorder last saw it (nothing missed). `complete` is False until the recorder's final
     sync proved its state equal to a fresh list of every kind.
     """
 
     namespace: str
     events: list[Event] = field(default_factory=list)
     gaps: list[Obj] = field(default_factory=list)
+    quiet_relists: list[Obj] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
     complete: bool = False
     sync_error: str = ""
@@ -255,6 +257,7 @@ class Timeline:
             "complete": self.complete,
             "sync_error": self.sync_error,
             "gaps": self.gaps,
+            "quiet_relists": self.quiet_relists,
             "events": [e.to_json() for e in self.snapshot_events()],
         }
 
@@ -270,6 +273,7 @@ class Timeline:
             namespace=d.get("namespace", ""),
             events=[Event.from_json(e) for e in d.get("events", [])],
             gaps=list(d.get("gaps", [])),
+            quiet_relists=list(d.get("quiet_relists", [])),
             kinds=list(d.get("kinds", [])),
             complete=bool(d.get("complete", False)),
             sync_error=d.get("sync_error", ""),
