@@ -164,13 +164,37 @@ def set_tas(
     return obj
 
 
-def lws_workload_name(lws_name: str, lws_uid: str, group_index: int) -> str:
+WORKLOAD_NAME_MAX = 253  # Kueue's limit for a generated Workload name: an object name's
+SHORT_WORKLOAD_NAME_MAX = 63  # with Kueue's ShortWorkloadNames gate: a label value's
+HASH_LENGTH = 5
+
+
+def lws_workload_name(lws_name: str, lws_uid: str, group_index: int, max_length: int = WORKLOAD_NAME_MAX) -> str:
     """Kueue's Workload name for LWS group `group_index`: leaderworkerset-<name>-<idx>-<h5>.
 
-    h5 = first 5 hex chars of SHA-1 over "LeaderWorkerSet\\nleaderworkerset.x-k8s.io\\n<name>-<idx>\\n<uid>"
-    (kueue pkg/controller/jobframework/workload_names.go@v0.17.0).
+    h5 = first 5 hex chars of SHA-1 over "LeaderWorkerSet\nleaderworkerset.x-k8s.io\n<name>-<idx>\n<uid>"
+    (kueue pkg/controller/jobframework/workload_names.go@v0.17.0). The prefix
+    leaderworkerset-<name>-<idx> is cut to `max_length` - 6 characters, room for the "-" and the
+    hash, which is always that of the whole owner name: with SHORT_WORKLOAD_NAME_MAX
+    (ShortWorkloadNames on) a name over 57 characters keeps its first 57, and the group index may
+    be cut off with the rest, so only the hash tells groups apart (CHANGELOG-0.17.md: "the
+    owner-based prefix is truncated to fit within the limit while maintaining uniqueness via a
+    hash suffix").
     """
     import hashlib
 
     key = f"LeaderWorkerSet\n{LWS_GROUP}\n{lws_name}-{group_index}\n{lws_uid}"
-    return f"leaderworkerset-{lws_name}-{group_index}-{hashlib.sha1(key.encode()).hexdigest()[:5]}"
+    prefix = f"leaderworkerset-{lws_name}-{group_index}"[: max_length - 1 - HASH_LENGTH]
+    return f"{prefix}-{hashlib.sha1(key.encode()).hexdigest()[:HASH_LENGTH]}"
+
+
+def short_workload_names_wrong(stored: list[str], lws_name: str, lws_uid: str, replicas: int) -> list[str]:
+    """What differs between the Workload names Kueue stored for an LWS's `replicas` groups and the
+    names ShortWorkloadNames gives them (`lws_workload_name` at SHORT_WORKLOAD_NAME_MAX): one
+    line per group whose name is missing, per stored name no group has, per name too long."""
+    want = {i: lws_workload_name(lws_name, lws_uid, i, SHORT_WORKLOAD_NAME_MAX) for i in range(replicas)}
+    out = [f"group {i}: no Workload {n}" for i, n in want.items() if n not in stored]
+    out += [f"Workload {n} is no group's short name {sorted(want.values())}" for n in stored if n not in want.values()]
+    out += [f"Workload {n} has {len(n)} characters, more than {SHORT_WORKLOAD_NAME_MAX}" for n in stored
+            if len(n) > SHORT_WORKLOAD_NAME_MAX]
+    return out

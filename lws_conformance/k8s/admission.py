@@ -130,3 +130,14 @@ def assert_refused(out: Answer, names: tuple[str, ...] = ()) -> str:
     problem = refusal_problem(out, names)
     assert problem is None, problem
     return out.message
+
+
+def stored_despite_refusal(kind: str, name: str, listed: list[Obj]) -> str | None:
+    """The failure when an object whose creation was refused is stored all the same (`listed`:
+    the objects of its kind in its namespace, as the API server lists them after the refusal);
+    None when it is not."""
+    stored = [o for o in listed if (o.get("metadata") or {}).get("name") == name]
+    if not stored:
+        return None
+    uid = stored[0]["metadata"].get("uid", "?")
+    return f"{kind} {name} is stored (uid {uid}) although its creation was refused"

@@ -559,3 +559,15 @@ def pods_disturbed(events: Sequence[WatchEvent], names: Iterable[str]) -> list[s
         if bad:
             out.append(f"{_ref(e)}: {', '.join(bad)}")
     return out
+
+
+def tpu_hosts(pods: list[str], subdomain: str) -> list[str]:
+    """The host names LWS writes in TPU_WORKER_HOSTNAMES for the slice `pods`, in order:
+    <pod>.<subdomain>, the pods' headless Service (pkg/utils/accelerators/tpu.go@v0.9.0)."""
+    return [f"{p}.{subdomain}" for p in pods]
+
+
+def tpu_slice_seen(env: dict[str, str]) -> tuple[list[str], int, str]:
+    """(slice hosts, TPU_WORKER_ID, TPU_NAME) of a process's TPU variables, each host name whole
+    (as a resolver gets it), in the order written."""
+    return env["TPU_WORKER_HOSTNAMES"].split(","), int(env["TPU_WORKER_ID"]), env["TPU_NAME"]

@@ -7,7 +7,6 @@ test. Pods of one LWS are selected by the LWS name label, so several LWS can sha
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +14,9 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from lws_conformance import workloads
+from lws_conformance.k8s import kueue_evidence as E
 from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.logs import json_log_records
 from lws_conformance.k8s.wait import wait_for
 from lws_conformance.profile import Topology
 from lws_conformance.providers.base import ClusterHandle
@@ -26,6 +27,11 @@ KUEUE_API = f"{workloads.KUEUE_GROUP}/{workloads.KUEUE_VERSION}"
 JOB_UID = "kueue.x-k8s.io/job-uid"
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 OBSERVE_SECONDS = 5.0  # "must never happen" windows: several Kueue scheduling cycles (it requeues within ~1 s)
+# How long a Workload that fits may wait for quota before the harness looks for why it has none:
+# Kueue reserves quota for a fitting required-rack TAS group of this suite's shape within ADMISSION_P100
+# of its Workload's creation (benchmarks/tas_admission_latency.py, docs/performance.md); the window is
+# about 25 times that, and `wait_for` multiplies it by timeouts.scale.
+ADMISSION_SECONDS = 5.0
 GROUP_NAME = "kueue.x-k8s.io/pod-group-name"  # Kueue's pod-group label and annotation key
 QUEUE = "lq"  # LocalQueue name in the test namespace (never `default`: that captures unlabelled LWS)
 
@@ -266,10 +272,7 @@ def act_then_wait(action: Callable[[], Any], check: Callable[[list[Obj]], Any]) 
 
 
 def gpus(pod: Obj, resource: str) -> int:
-    total = 0
-    for c in pod["spec"].get("containers") or []:
-        total += int(((c.get("resources") or {}).get("requests") or {}).get(resource, "0"))
-    return total
+    return E.gpus(pod, resource)
 
 
 def cpu_millis(quantity: str) -> int:
@@ -292,62 +295,63 @@ def topology_assigned(wl: Obj) -> list[str]:
     return sorted(psa["name"] for psa in psas if psa.get("topologyAssignment"))
 
 
-# Kueue's TAS reason when it finds no domain for a PodSet group (tas_flavor_snapshot.go@v0.17.0
-# notFitMessage), for a group whose two PodSets both count one pod.
-ONE_POD_NO_FIT = re.compile(
-    r'couldn\'t assign flavors to pod set \S+: topology "[^"]+" allows to fit only \d+ out of 1 pod\(s\)'
-)
-
-
-def free_per_rack(scenario: Scenario, cluster: ClusterHandle, resource: str) -> dict[str, int]:
-    """rack -> the most `resource` free on one of its nodes now: allocatable minus the requests of
-    every pod bound there and not finished (all namespaces). {} when pods cannot be listed."""
-    t = cluster.topology
+def free_per_rack(
+    scenario: Scenario, cluster: ClusterHandle, resource: str, resource_version: str | None = None
+) -> dict[str, int] | None:
+    """rack -> the most `resource` free on one of its nodes that TAS counts for the suites' flavor
+    (`kueue_evidence.rack_capacity`, every namespace's pods), as the cluster stood at
+    `resource_version` (an Exact list) or, without one, now. None when that cannot be read (e.g.
+    a resourceVersion already compacted)."""
     core = scenario.core
+    flavor = scenario.objects.get("ResourceFlavor", KUEUE_API, cluster.kueue_flavor_name)
+    wanted = (flavor.get("spec") or {}).get("nodeLabels") or {}
+    at: dict[str, Any] = {}
+    if resource_version:
+        at = {"resource_version": resource_version, "resource_version_match": "Exact"}
     try:
-        node_list = core.list_node(label_selector=t.rack_label).items
-        pod_list = core.list_pod_for_all_namespaces(field_selector="status.phase!=Succeeded,status.phase!=Failed").items
+        node_list = core.list_node(label_selector=cluster.topology.rack_label, **at)
+        pod_list = core.list_pod_for_all_namespaces(**at)
     except ApiException:
-        return {}
-    used: dict[str, int] = {}
-    for pod in pod_list:
-        if pod.spec.node_name:
-            requested = gpus(scenario.api.sanitize_for_serialization(pod), resource)
-            used[pod.spec.node_name] = used.get(pod.spec.node_name, 0) + requested
-    out: dict[str, int] = {}
-    for node in node_list:
-        free = int((node.status.allocatable or {}).get(resource, "0")) - used.get(node.metadata.name, 0)
-        rack = node.metadata.labels[t.rack_label]
-        out[rack] = max(free, out.get(rack, 0))
+        return None
+    nodes = scenario.api.sanitize_for_serialization(node_list).get("items") or []
+    pods = scenario.api.sanitize_for_serialization(pod_list).get("items") or []
+    return E.rack_capacity(nodes, pods, cluster.topology, wanted, resource)
+
+
+def one_pod_groups_held(
+    scenario: Scenario, cluster: ClusterHandle, lws_name: str, replicas: int, worker_gpus: int
+) -> list[str]:
+    """For `replicas` groups of a leader without GPUs and one worker with `worker_gpus` that did
+    not all become Ready: one failure per group not Admitted with both pods Ready, each naming the
+    group's state (`kueue_evidence.one_pod_group_failure`)."""
+    uid = lws_uid(scenario, lws_name)
+    named = by_name(list_workloads_fn(scenario)(**workload_kwargs(scenario, uid))["items"])
+    groups = groups_of(P.live(scenario.pods(selector(lws_name))))
+    gpu = cluster.topology.gpu_resource
+    read: dict[str | None, dict[str, int] | None] = {}
+
+    def capacity(rv: str | None) -> dict[str, int] | None:
+        if rv not in read:
+            read[rv] = free_per_rack(scenario, cluster, gpu, rv)
+        return read[rv]
+
+    out = []
+    for idx in range(replicas):
+        wl_name = workloads.lws_workload_name(lws_name, uid, idx)
+        failure = E.one_pod_group_failure(
+            idx, wl_name, named.get(wl_name), groups.get(idx, []), worker_gpus, gpu, capacity
+        )
+        if failure:
+            out.append(failure)
     return out
 
 
-def one_pod_group_refused(
-    scenario: Scenario, cluster: ClusterHandle, lws_name: str, replicas: int, worker_gpus: int
-) -> str | None:
-    """For groups of a leader without GPUs and one worker with `worker_gpus`: the picture of a
-    Workload Kueue keeps Pending with ONE_POD_NO_FIT while some rack has a node that holds the
-    worker (the leader needs no GPU), or None when the Workloads do not show it."""
-    uid = lws_uid(scenario, lws_name)
-    found = list_workloads_fn(scenario)(**workload_kwargs(scenario, uid))["items"]
-    named = by_name(found)
-    gpu = cluster.topology.gpu_resource
-    free: dict[str, int] | None = None  # read once, when a Workload shows the reason
-    for idx in range(replicas):
-        wl = named.get(workloads.lws_workload_name(lws_name, uid, idx))
-        if wl is None or admitted(wl) or not condition_false(wl, "QuotaReserved"):
-            continue
-        reason = next(c.get("message", "") for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved")
-        if not ONE_POD_NO_FIT.fullmatch(reason):
-            continue
-        free = free_per_rack(scenario, cluster, gpu) if free is None else free
-        fits = sorted(r for r, n in free.items() if n >= worker_gpus)
-        if fits:
-            return (
-                f"group {idx}'s Workload {wl['metadata']['name']} stays Pending: {reason}, while rack(s) "
-                f"{', '.join(fits)} have a node with {worker_gpus} or more {gpu} free for its one worker"
-            )
-    return None
+def admission_refusals(scenario: Scenario, name: str) -> dict[str, int] | None:
+    """The API server's refusals of Kueue's admission of Workload `name` (this namespace), as
+    Kueue's scheduler logs them: error -> how many times it was logged. None when Kueue's log
+    cannot be read here (a provider whose controllers log elsewhere)."""
+    records = json_log_records(scenario.cluster.logs.get("kueue"), E.COULD_NOT_ADMIT)
+    return None if records is None else E.admission_refusals(records, scenario.namespace, name)
 
 
 def stuck_without_group_name(pods: list[dict[str, Any]], what: str) -> AssertionError | None:
@@ -359,3 +363,4 @@ def stuck_without_group_name(pods: list[dict[str, Any]], what: str) -> Assertion
     if not pods or len(held) < len(pods):
         return None
     return AssertionError(f"{what} stays at Kueue's admission gate without the {GROUP_NAME} label: {', '.join(held)}")
+

@@ -8,7 +8,6 @@ uses 50 characters, as Kueue's own e2e test does: the worker StatefulSet `<lws>-
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import kueue_helpers as K
@@ -16,6 +15,7 @@ import pytest
 
 from lws_conformance import workloads
 from lws_conformance.claims import Claims
+from lws_conformance.k8s.kueue_evidence import pod_group_names_wrong
 from lws_conformance.k8s.wait import WaitTimeout
 from lws_conformance.scenario import Scenario
 
@@ -89,23 +89,29 @@ def test_a_50_character_lws_name_is_admitted_and_runs(scenario: Scenario, unique
 def test_short_workload_names_keep_a_50_character_lws_within_a_label_value(
     private_scenario: Scenario, unique: str, claim: Claims
 ) -> None:
-    """Kueue's ShortWorkloadNames gate on (a private cluster of its own): the Workload of the group
-    of an LWS named with 50 characters gets a name of at most 63 characters, where it would
-    otherwise be 74: its owner-based prefix `leaderworkerset-<lws>-0` cut short, then a hash (003).
-    The group is admitted and runs, its pods carrying that name as a label value (004)."""
-    sc = private_scenario
+    """Kueue's ShortWorkloadNames gate on (a private cluster of its own), an LWS named with 50
+    characters, 2 groups of 2: each group's Workload is named with 63 characters, where it would
+    otherwise be 74: its owner-based prefix `leaderworkerset-<lws>-<group>` cut to its first 57
+    characters, then "-" and the hash of the whole owner name (`workloads.lws_workload_name`),
+    so the two groups differ by the hash alone (003). Both groups are admitted and run, every pod
+    carrying its group's Workload name as its pod-group name, a valid label value (004)."""
+    sc, replicas = private_scenario, 2
     K.plain_queue(sc, unique, {"cpu": "10", "memory": "10Gi"})
-    sc.create(workloads.lws(NAME, replicas=1, size=2, queue=K.QUEUE))
+    sc.create(workloads.lws(NAME, replicas=replicas, size=2, queue=K.QUEUE))
     uid = K.lws_uid(sc, NAME)
-    (wl,) = K.wait_workloads(sc, uid, lambda wls: wls if len(wls) == 1 else None, "the group's one Workload created")
-    name = wl["metadata"]["name"]
+    wls = K.wait_workloads(
+        sc, uid, lambda wls: wls if len(wls) == replicas else None, f"the {replicas} groups' Workloads created"
+    )
+    stored = sorted(w["metadata"]["name"] for w in wls)
     with claim("KUEUE-LONGNAME-003"):
-        assert len(name) <= 63, f"Workload {name} has {len(name)} characters with ShortWorkloadNames on, more than 63"
-        prefix, _, suffix = name.rpartition("-")
-        owner = f"leaderworkerset-{NAME}-0"
-        assert prefix and owner.startswith(prefix) and re.fullmatch("[0-9a-f]+", suffix), (
-            f"Workload {name} is not the owner-based prefix {owner!r} cut short and a hash suffix"
-        )
+        wrong = workloads.short_workload_names_wrong(stored, NAME, uid, replicas)
+        assert not wrong, f"Workload names {stored} with ShortWorkloadNames on: " + "; ".join(wrong)
     with claim("KUEUE-LONGNAME-004"):
-        K.wait_workloads(sc, uid, lambda wls: [w for w in wls if K.admitted(w)], f"{name} admitted")
-        sc.wait_pods(K.all_ready(1, 2), "both pods of the group Ready", selector=K.selector(NAME))
+        K.wait_workloads(
+            sc, uid, lambda wls: wls if len([w for w in wls if K.admitted(w)]) == replicas else None, "both admitted"
+        )
+        pods = sc.wait_pods(K.all_ready(replicas, 2), "every pod of both groups Ready", selector=K.selector(NAME))
+        short = workloads.SHORT_WORKLOAD_NAME_MAX
+        want = {i: workloads.lws_workload_name(NAME, uid, i, short) for i in range(replicas)}
+        wrong = pod_group_names_wrong(K.groups_of(pods), want)
+        assert not wrong, "; ".join(wrong)

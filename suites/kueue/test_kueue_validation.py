@@ -34,6 +34,16 @@ def _rejected(scenario: Scenario, action: Any, *names: str) -> str:
     return admission.assert_refused(admission.answer(action), names)
 
 
+def _refused_and_not_stored(scenario: Scenario, obj: Obj, reason: str) -> None:
+    """Creating the LWS `obj` is refused for `reason`, and no LWS of its name is stored after."""
+    _rejected(scenario, lambda: scenario.create(obj), reason)
+    listing: Any = scenario.custom.list_namespaced_custom_object(
+        workloads.LWS_GROUP, workloads.LWS_VERSION, scenario.namespace, workloads.LWS_PLURAL
+    )
+    stored = admission.stored_despite_refusal("LeaderWorkerSet", obj["metadata"]["name"], listing["items"])
+    assert stored is None, stored
+
+
 def _annotate(obj: Obj, role: str, annotations: dict[str, str]) -> None:
     tpl = obj["spec"]["leaderWorkerTemplate"][f"{role}Template"]
     tpl.setdefault("metadata", {}).setdefault("annotations", {}).update(annotations)
@@ -45,22 +55,19 @@ def test_mismatched_podset_group_annotations_are_rejected(
     scenario: Scenario, lwsc_cluster: ClusterHandle, claim: Claims
 ) -> None:
     """Leader and worker templates with different podset-group-name values, or one group name with
-    different required-topology levels: Kueue's webhook refuses the LWS; nothing is created."""
+    different required-topology levels: Kueue's webhook refuses the LWS, and no LWS of that name is
+    stored (each requirement's own claim)."""
     t = lwsc_cluster.topology
     with claim("KUEUE-VALID-001"):
         obj = workloads.lws("pgn", replicas=1, size=2, queue=K.QUEUE)
         _annotate(obj, "leader", {workloads.TAS_REQUIRED: t.rack_label, workloads.TAS_GROUP: "a"})
         _annotate(obj, "worker", {workloads.TAS_REQUIRED: t.rack_label, workloads.TAS_GROUP: "b"})
-        _rejected(scenario, lambda: scenario.create(obj), "can only define groups of exactly 2 pod sets")
+        _refused_and_not_stored(scenario, obj, "can only define groups of exactly 2 pod sets")
     with claim("KUEUE-VALID-002"):
         obj = workloads.lws("top", replicas=1, size=2, queue=K.QUEUE)
         _annotate(obj, "leader", {workloads.TAS_REQUIRED: t.rack_label, workloads.TAS_GROUP: "g"})
         _annotate(obj, "worker", {workloads.TAS_REQUIRED: t.block_label, workloads.TAS_GROUP: "g"})
-        _rejected(scenario, lambda: scenario.create(obj), "topology consistent with")
-    listing: Any = scenario.custom.list_namespaced_custom_object(
-        workloads.LWS_GROUP, workloads.LWS_VERSION, scenario.namespace, workloads.LWS_PLURAL
-    )
-    assert not listing["items"], f"refused LWS exist: {[o['metadata']['name'] for o in listing['items']]}"
+        _refused_and_not_stored(scenario, obj, "topology consistent with")
 
 
 @pytest.mark.requirement("KUEUE-VALID-003")

@@ -164,7 +164,9 @@ def test_tpu_processes_see_their_slice(scenario: Scenario, claim: Claims) -> Non
         timeout=180,
         selector=f"{PFX}name={name}",
     )
-    want = expected(name, size, True, None)
+    # the documented formula's slices, each host named <pod>.<subdomain>: the LWS's headless
+    # Service (subdomainPolicy Shared, the default), through which the names resolve
+    want = {p: (P.tpu_hosts(w[0], name), w[1], w[2]) for p, w in expected(name, size, True, None).items() if w}
     wrong, leaks = [], []
     for pod in sorted(pods, key=lambda p: str(p["metadata"]["name"])):
         pod_name, role = pod["metadata"]["name"], pod["spec"]["containers"][0]["name"]
@@ -174,9 +176,8 @@ def test_tpu_processes_see_their_slice(scenario: Scenario, claim: Claims) -> Non
         if not all(k in env for k in TPU_VARS):
             wrong.append(f"{pod_name}/{role}: its process saw no {[k for k in TPU_VARS if k not in env]}")
             continue
-        hosts = [h.split(".", 1)[0] for h in env["TPU_WORKER_HOSTNAMES"].split(",")]
-        got = (hosts, int(env["TPU_WORKER_ID"]), env["TPU_NAME"])
-        if got != want[pod_name]:
+        got = P.tpu_slice_seen(env)
+        if got != want.get(pod_name):
             wrong.append(f"{pod_name}/{role}: (slice hosts, TPU_WORKER_ID, TPU_NAME) seen {got}, want {want[pod_name]}")
         if leaked := sorted(k for k in TPU_VARS if k in side):
             leaks.append(f"{pod_name}/{role}-side requests no TPU but its process saw {leaked}")

@@ -1,0 +1,149 @@
+"""What Kueue's objects and log show: why a Workload has no quota, how its pods are named (pure,
+no cluster).
+
+A known Kueue bug is reported only with evidence of its cause (fixtures/known-deviations.yaml):
+the API server refusing Kueue's admission of a Workload, as Kueue's scheduler logs it; or a TAS
+reason naming a domain Kueue counted room in while a rack had a node with room for the group, as
+the cluster stood when Kueue wrote that reason. These functions read that evidence from listed
+objects and log records; the suites' helpers fetch them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..profile import Topology
+from . import predicates as P
+
+Obj = dict[str, Any]
+# Kueue's scheduler, when the API server refuses the admission it writes (scheduler.go@v0.17.0).
+COULD_NOT_ADMIT = "Could not admit Workload and assign flavors in apiserver"
+# Kueue's TAS reason when it finds no domain for a PodSet group (tas_flavor_snapshot.go@v0.17.0
+# notFitMessage), for a group whose two PodSets both count one pod: `fit` is the count of the
+# domain it settled on, as its snapshot saw it.
+ONE_POD_NO_FIT = re.compile(
+    r'couldn\'t assign flavors to pod set \S+: topology "[^"]+" allows to fit only (?P<fit>\d+) out of 1 pod\(s\)'
+)
+UNSCHEDULABLE_TAINTS = ("NoSchedule", "NoExecute")
+
+
+def admission_refusals(records: list[Obj], namespace: str, name: str) -> dict[str, int]:
+    """Kueue's COULD_NOT_ADMIT log records of Workload `namespace`/`name`: the API server's error
+    -> how many times Kueue logged it."""
+    out: dict[str, int] = {}
+    for r in records:
+        wl = r.get("workload")
+        if r.get("msg") != COULD_NOT_ADMIT or not isinstance(wl, dict):
+            continue
+        if wl.get("name") == name and wl.get("namespace") == namespace:
+            err = str(r.get("error") or "").strip() or "(no error logged)"
+            out[err] = out.get(err, 0) + 1
+    return out
+
+
+def gpus(pod: Obj, resource: str) -> int:
+    """The pod's requests of `resource`, summed over its containers."""
+    total = 0
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        total += int(((c.get("resources") or {}).get("requests") or {}).get(resource, "0"))
+    return total
+
+
+def rack_capacity(
+    nodes: list[Obj], pods: list[Obj], t: Topology, node_labels: dict[str, str], resource: str
+) -> dict[str, int]:
+    """rack -> the most `resource` free on one of its nodes that TAS counts for a flavor of
+    `node_labels`: nodes with those labels and a rack label, Ready, not cordoned, without a
+    NoSchedule or NoExecute taint (the suites' LWS pods tolerate none); free = allocatable minus
+    the requests of every pod not finished that is bound to the node or pinned to it by Kueue's
+    TAS ungater (nodeSelector on the hostname label)."""
+    used: dict[str, int] = {}
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        spec = pod.get("spec") or {}
+        node = spec.get("nodeName") or (spec.get("nodeSelector") or {}).get(t.hostname_label)
+        if node:
+            used[node] = used.get(node, 0) + gpus(pod, resource)
+    out: dict[str, int] = {}
+    for node in nodes:
+        meta, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
+        labels = meta.get("labels") or {}
+        if any(labels.get(k) != v for k, v in node_labels.items()) or t.rack_label not in labels:
+            continue
+        tainted = any(x.get("effect") in UNSCHEDULABLE_TAINTS for x in spec.get("taints") or [])
+        if spec.get("unschedulable") or tainted or P.condition(node, "Ready") != "True":
+            continue
+        free = int((status.get("allocatable") or {}).get(resource, "0")) - used.get(meta["name"], 0)
+        rack = labels[t.rack_label]
+        out[rack] = max(free, out.get(rack, free))
+    return out
+
+
+Capacity = Callable[[str | None], "dict[str, int] | None"]  # resourceVersion (None: now) -> rack_capacity
+
+
+def one_pod_group_failure(
+    idx: int, wl_name: str, wl: Obj | None, pods: list[Obj], worker_gpus: int, gpu: str, capacity: Capacity
+) -> str | None:
+    """The failure of group `idx` of leader-and-one-worker groups (the leader without GPUs, the
+    worker with `worker_gpus`), or None when its Workload is Admitted and both its pods Ready.
+    A Workload Kueue keeps Pending with ONE_POD_NO_FIT, counting room for one or more pods in the
+    domain it settled on, while a rack had a node with the worker's GPUs free both as the cluster
+    stood at the Workload's resourceVersion (when Kueue wrote that reason) and now, is named as
+    such ("..., while rack(s) ... had a node ..."); every other state as it is."""
+    if wl is None:
+        return f"group {idx}'s Workload {wl_name} does not exist"
+    conds = {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or []}
+    if (conds.get("Admitted") or {}).get("status") == "True":
+        if len(pods) == 2 and all(P.pod_ready(p) and P.bound(p) and not P.gated(p) for p in pods):
+            return None
+        seen = [(p["metadata"]["name"], P.condition(p, "Ready")) for p in pods]
+        return f"group {idx}'s Workload {wl_name} is Admitted but its pods are not all Ready: {seen}"
+    quota = conds.get("QuotaReserved") or {}
+    if quota.get("status") != "False":
+        states = {k: c.get("status") for k, c in conds.items()}
+        return f"group {idx}'s Workload {wl_name} neither Admitted nor held by Kueue: conditions {states}"
+    reason = str(quota.get("message", ""))
+    held = f"group {idx}'s Workload {wl_name} stays Pending: {reason}"
+    fit = ONE_POD_NO_FIT.fullmatch(reason)
+    if not fit or int(fit["fit"]) < 1:
+        return held
+    rv = str(wl["metadata"].get("resourceVersion") or "")
+    then = capacity(rv) if rv else None
+    now = capacity(None)
+    fits = sorted(r for r, n in (then or {}).items() if n >= worker_gpus and (now or {}).get(r, 0) >= worker_gpus)
+    if fits:
+        return (
+            f"{held}, while rack(s) {', '.join(fits)} had a node with {worker_gpus} or more {gpu} free for its one "
+            f"worker when Kueue wrote that reason (resourceVersion {rv}) and still have"
+        )
+    return (
+        f"{held}; no rack had a node with {worker_gpus} or more {gpu} free for its one worker both when Kueue wrote "
+        f"that reason (resourceVersion {rv}: {'not readable' if then is None else then}) and now ({now})"
+    )
+
+
+GROUP_NAME = "kueue.x-k8s.io/pod-group-name"  # Kueue's pod-group label (and annotation) key
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+LABEL_VALUE_MAX = 63
+
+
+def pod_group_names_wrong(groups: dict[int, list[Obj]], want: dict[int, str]) -> list[str]:
+    """Kueue names each pod's group by its Workload: every pod of group i must carry `want[i]` as
+    its GROUP_NAME label (or, where Kueue carries its identifiers as annotations, annotation), a
+    valid label value. One line per pod that does not, and per group without pods."""
+    out = [f"group {i} has no pods" for i in want if not groups.get(i)]
+    for i, pods in sorted(groups.items()):
+        for p in pods:
+            meta = p["metadata"]
+            value = (meta.get("labels") or {}).get(GROUP_NAME) or (meta.get("annotations") or {}).get(GROUP_NAME)
+            if i not in want:
+                out.append(f"pod {meta['name']} is in group {i}, which has no Workload")
+            elif value != want[i]:
+                out.append(f"pod {meta['name']} carries {GROUP_NAME} {value!r}, not its Workload's name {want[i]!r}")
+            elif len(value) > LABEL_VALUE_MAX or not LABEL_VALUE.fullmatch(value):
+                out.append(f"pod {meta['name']}: {GROUP_NAME} {value!r} is no valid label value")
+    return out

@@ -1,0 +1,236 @@
+"""The evidence a known Kueue bug is reported with (lws_conformance.k8s.kueue_evidence) and the
+clause checks of the Kueue and TPU suites, on doctored objects and log records: each must refuse
+the pictures a timeout, a loaded machine or a wrong answer would give."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from lws_conformance import workloads
+from lws_conformance.k8s import admission
+from lws_conformance.k8s import kueue_evidence as E
+from lws_conformance.k8s import predicates as P
+from lws_conformance.k8s.logs import json_log_records
+from lws_conformance.profile import Topology
+
+Obj = dict[str, Any]
+T = Topology(
+    blocks=1, racks_per_block=2, nodes_per_rack=1, gpus_per_node=8, cpu_per_node="32", memory_per_node="256Gi",
+    pods_per_node=110, gpu_resource="nvidia.com/gpu", block_label="b", rack_label="rack",
+    hostname_label="kubernetes.io/hostname",
+)
+GPU = T.gpu_resource
+FLAVOR = {"pool": "lwsc"}
+REFUSED = (
+    'Workload.kueue.x-k8s.io "leaderworkerset-lf-0-11254" is invalid: '
+    "status.admission.podSetAssignments[0].topologyAssignment.slices: Required value"
+)
+
+
+# -- Kueue's log ------------------------------------------------------------------------------
+def _record(name: str, ns: str = "ns", error: str = REFUSED, msg: str = E.COULD_NOT_ADMIT) -> Obj:
+    return {"level": "error", "msg": msg, "workload": {"name": name, "namespace": ns}, "error": error}
+
+
+def test_json_log_records_reads_only_the_message_s_json_records(tmp_path: Path) -> None:
+    log = tmp_path / "kueue.log"
+    lines = [
+        json.dumps(_record("a")),
+        f"not json but says {E.COULD_NOT_ADMIT}",
+        json.dumps({"msg": "Workload update", "note": E.COULD_NOT_ADMIT}),
+        json.dumps(_record("b")),
+    ]
+    log.write_text("\n".join(lines) + "\n")
+    got = json_log_records(log, E.COULD_NOT_ADMIT)
+    assert got is not None and [r["workload"]["name"] for r in got] == ["a", "b"]
+    assert json_log_records(tmp_path / "missing.log", E.COULD_NOT_ADMIT) is None
+    assert json_log_records(None, E.COULD_NOT_ADMIT) is None
+
+
+def test_admission_refusals_are_the_workload_s_own() -> None:
+    conflict = 'Operation cannot be fulfilled on workloads.kueue.x-k8s.io "x": the object has been modified'
+    records = [
+        _record("wl"), _record("wl"), _record("wl", error=conflict),
+        _record("wl", ns="other"), _record("other"), _record("wl", msg="Workload admitted"),
+    ]
+    assert E.admission_refusals(records, "ns", "wl") == {REFUSED: 2, conflict: 1}
+    assert E.admission_refusals(records, "ns", "none") == {}
+
+
+# -- free capacity as TAS counts it ------------------------------------------------------------
+def _node(name: str, rack: str, gpus: int = 8, **spec: Any) -> Obj:
+    ready = spec.pop("ready", True)
+    labels = {**FLAVOR, T.rack_label: rack}
+    if spec.pop("outside_flavor", False):
+        labels.pop("pool")
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+        "status": {
+            "allocatable": {GPU: str(gpus)},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def _pod(name: str, gpus: int, node: str = "", pinned: str = "", phase: str = "Running") -> Obj:
+    spec: Obj = {"containers": [{"name": "c", "resources": {"requests": {GPU: str(gpus)}}}]}
+    if node:
+        spec["nodeName"] = node
+    if pinned:
+        spec["nodeSelector"] = {T.hostname_label: pinned}
+    return {"metadata": {"name": name}, "spec": spec, "status": {"phase": phase}}
+
+
+def test_rack_capacity_counts_only_the_nodes_tas_counts() -> None:
+    nodes = [
+        _node("n1", "r1"),
+        _node("n2", "r2", taints=[{"key": "k", "effect": "NoSchedule"}]),
+        _node("n3", "r3", unschedulable=True),
+        _node("n4", "r4", ready=False),
+        _node("n5", "r5", outside_flavor=True),
+        _node("n6", "r6", taints=[{"key": "k", "effect": "PreferNoSchedule"}]),
+    ]
+    assert E.rack_capacity(nodes, [], T, FLAVOR, GPU) == {"r1": 8, "r6": 8}
+
+
+def test_rack_capacity_subtracts_bound_and_pinned_pods_not_finished() -> None:
+    nodes = [_node("n1", "r1"), _node("n2", "r1", gpus=4)]
+    pods = [
+        _pod("bound", 3, node="n1"),
+        _pod("pinned", 2, pinned="n1"),  # ungated by TAS, not yet bound
+        _pod("done", 8, node="n1", phase="Succeeded"),
+        _pod("n2", 4, node="n2"),
+    ]
+    assert E.rack_capacity(nodes, pods, T, FLAVOR, GPU) == {"r1": 3}
+
+
+# -- a leader-and-one-worker group's state -----------------------------------------------------
+NO_FIT = 'couldn\'t assign flavors to pod set leader: topology "t-topo" allows to fit only {n} out of 1 pod(s)'
+
+
+def _wl(reason: str | None = None, admitted: bool = False, rv: str = "100") -> Obj:
+    conds = []
+    if admitted:
+        conds = [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True"}]
+    elif reason is not None:
+        conds = [{"type": "QuotaReserved", "status": "False", "message": reason}]
+    return {"metadata": {"name": "wl", "resourceVersion": rv}, "status": {"conditions": conds}}
+
+
+def _ready(name: str, ready: bool = True) -> Obj:
+    return {
+        "metadata": {"name": name},
+        "spec": {"nodeName": "n1"},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+def _capacity(then: dict[str, int] | None, now: dict[str, int] | None) -> E.Capacity:
+    def read(rv: str | None) -> dict[str, int] | None:
+        return then if rv else now
+
+    return read
+
+
+def _failure(wl: Obj | None, then: dict[str, int] | None, now: dict[str, int] | None, pods: Any = ()) -> str | None:
+    return E.one_pod_group_failure(1, "wl", wl, list(pods), 5, GPU, _capacity(then, now))
+
+
+def test_a_group_held_while_a_rack_had_room_then_and_now_is_named_as_such() -> None:
+    got = _failure(_wl(NO_FIT.format(n=108)), {"r1": 8, "r2": 2}, {"r1": 6, "r2": 8})
+    assert got == (
+        "group 1's Workload wl stays Pending: " + NO_FIT.format(n=108) + ", while rack(s) r1 had a node with 5 or "
+        "more nvidia.com/gpu free for its one worker when Kueue wrote that reason (resourceVersion 100) and still have"
+    )
+
+
+def test_a_rack_free_only_after_the_wait_or_unreadable_then_is_no_evidence() -> None:
+    for then, now in (({"r1": 2}, {"r1": 8}), (None, {"r1": 8}), ({"r1": 8}, {"r1": 2})):
+        got = _failure(_wl(NO_FIT.format(n=108)), then, now)
+        assert got is not None and ", while rack(s)" not in got and "; no rack had a node" in got, (then, now)
+
+
+def test_kueue_counting_no_room_or_another_reason_is_no_evidence() -> None:
+    for reason in (NO_FIT.format(n=0), "couldn't assign flavors to pod set leader: insufficient quota"):
+        assert _failure(_wl(reason), {"r1": 8}, {"r1": 8}) == f"group 1's Workload wl stays Pending: {reason}"
+
+
+def test_every_other_group_state_is_named_as_it_is() -> None:
+    assert _failure(_wl(admitted=True), {}, {}, [_ready("co-1"), _ready("co-1-1")]) is None
+    not_ready = _failure(_wl(admitted=True), {}, {}, [_ready("co-1"), _ready("co-1-1", ready=False)])
+    assert not_ready == (
+        "group 1's Workload wl is Admitted but its pods are not all Ready: [('co-1', 'True'), ('co-1-1', 'False')]"
+    )
+    assert _failure(None, {}, {}) == "group 1's Workload wl does not exist"
+    assert _failure(_wl(), {}, {}) == "group 1's Workload wl neither Admitted nor held by Kueue: conditions {}"
+
+
+# -- Workload names and pod-group names with ShortWorkloadNames -------------------------------
+LONG = "long-" + "n" * 45
+
+
+def test_short_workload_names_keep_the_first_57_characters_and_the_whole_name_s_hash() -> None:
+    for idx in (0, 1):
+        long_name = workloads.lws_workload_name(LONG, "uid", idx)
+        short = workloads.lws_workload_name(LONG, "uid", idx, workloads.SHORT_WORKLOAD_NAME_MAX)
+        assert len(long_name) == 74 and len(short) == 63
+        assert short == f"leaderworkerset-{LONG}-{idx}"[:57] + "-" + long_name[-5:]
+    assert workloads.lws_workload_name("co", "uid", 0, workloads.SHORT_WORKLOAD_NAME_MAX) == (
+        workloads.lws_workload_name("co", "uid", 0)
+    )
+
+
+def test_short_workload_names_refuse_any_other_cut_and_a_missing_group() -> None:
+    want = [workloads.lws_workload_name(LONG, "uid", i, workloads.SHORT_WORKLOAD_NAME_MAX) for i in (0, 1)]
+    assert workloads.short_workload_names_wrong(want, LONG, "uid", 2) == []
+    hashes = [n[-5:] for n in want]
+    cut_short = [f"leaderworkerset-{LONG}"[:40] + "-" + h for h in hashes]  # a prefix, but not the rule's
+    assert workloads.short_workload_names_wrong(cut_short, LONG, "uid", 2)
+    other_hash = [want[0], want[1][:-5] + "00000"]
+    assert workloads.short_workload_names_wrong(other_hash, LONG, "uid", 2)
+    assert workloads.short_workload_names_wrong(want[:1], LONG, "uid", 2) == [f"group 1: no Workload {want[1]}"]
+    too_long = [workloads.lws_workload_name(LONG, "uid", i) for i in (0, 1)]
+    assert any("74 characters" in w for w in workloads.short_workload_names_wrong(too_long, LONG, "uid", 2))
+
+
+def _member(name: str, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None) -> Obj:
+    return {"metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}}}
+
+
+def test_every_pod_carries_its_group_s_workload_name() -> None:
+    want = {0: "wl-a", 1: "wl-b"}
+    good = {0: [_member("p0", {E.GROUP_NAME: "wl-a"})], 1: [_member("p1", annotations={E.GROUP_NAME: "wl-b"})]}
+    assert E.pod_group_names_wrong(good, want) == []
+    swapped = {0: [_member("p0", {E.GROUP_NAME: "wl-b"})], 1: good[1]}
+    assert E.pod_group_names_wrong(swapped, want) == [
+        f"pod p0 carries {E.GROUP_NAME} 'wl-b', not its Workload's name 'wl-a'"
+    ]
+    unnamed = {0: [_member("p0")], 1: good[1]}
+    assert E.pod_group_names_wrong(unnamed, want) == [
+        f"pod p0 carries {E.GROUP_NAME} None, not its Workload's name 'wl-a'"
+    ]
+    assert E.pod_group_names_wrong({0: good[0]}, want) == ["group 1 has no pods"]
+    bad = "x" * 64
+    assert E.pod_group_names_wrong({0: [_member("p0", annotations={E.GROUP_NAME: bad})]}, {0: bad}) == [
+        f"pod p0: {E.GROUP_NAME} '{bad}' is no valid label value"
+    ]
+
+
+# -- an LWS stored despite its refusal; TPU host names ------------------------------------------
+def test_an_lws_stored_despite_its_refusal_is_a_failure() -> None:
+    listed = [{"metadata": {"name": "other", "uid": "u1"}}, {"metadata": {"name": "pgn", "uid": "u2"}}]
+    assert admission.stored_despite_refusal("LeaderWorkerSet", "pgn", listed) == (
+        "LeaderWorkerSet pgn is stored (uid u2) although its creation was refused"
+    )
+    assert admission.stored_despite_refusal("LeaderWorkerSet", "top", listed) is None
+
+
+def test_tpu_hosts_are_compared_whole() -> None:
+    want = (P.tpu_hosts(["ptpu-0", "ptpu-0-1"], "ptpu"), 1, "ptpu-0")
+    seen = {"TPU_WORKER_HOSTNAMES": "ptpu-0.ptpu,ptpu-0-1.ptpu", "TPU_WORKER_ID": "1", "TPU_NAME": "ptpu-0"}
+    assert P.tpu_slice_seen(seen) == want
+    for hosts in ("ptpu-0.other,ptpu-0-1.other", "ptpu-0,ptpu-0-1", "ptpu-0.ptpu.ns.svc,ptpu-0-1.ptpu.ns.svc"):
+        assert P.tpu_slice_seen({**seen, "TPU_WORKER_HOSTNAMES": hosts}) != want, hosts
