@@ -234,3 +234,33 @@ def test_tpu_hosts_are_compared_whole() -> None:
     assert P.tpu_slice_seen(seen) == want
     for hosts in ("ptpu-0.other,ptpu-0-1.other", "ptpu-0,ptpu-0-1", "ptpu-0.ptpu.ns.svc,ptpu-0-1.ptpu.ns.svc"):
         assert P.tpu_slice_seen({**seen, "TPU_WORKER_HOSTNAMES": hosts}) != want, hosts
+
+
+# -- Kueue's reconcilers --------------------------------------------------------------------------
+def test_reconciler_errors_are_the_named_objects_own() -> None:
+    too_long = 'Pod "p-0" is invalid: metadata.labels: Invalid value: "x": must be no more than 63 characters'
+    records = [
+        {"msg": E.RECONCILER_ERROR, "namespace": "ns", "name": "p-0", "error": too_long},
+        {"msg": E.RECONCILER_ERROR, "namespace": "ns", "name": "p-0", "error": too_long},
+        {"msg": E.RECONCILER_ERROR, "namespace": "ns", "name": "other", "error": "boom"},
+        {"msg": E.RECONCILER_ERROR, "namespace": "ns2", "name": "p-0", "error": "boom"},
+        {"msg": "Reconcile LeaderWorkerSet Pod", "namespace": "ns", "name": "p-0"},
+    ]
+    assert E.reconciler_errors(records, "ns", {"p-0", "p-0-1"}) == {too_long: 2}
+    assert E.describe_errors({too_long: 2, "boom": 1}) == f"{too_long} (2 time(s)); boom (1 time(s))"
+
+
+def test_reconciles_after_counts_only_the_lws_s_later_reconciles() -> None:
+    def rec(ts: str, name: str = "ps", msg: str = E.LWS_RECONCILE) -> Obj:
+        return {"msg": msg, "ts": ts, "namespace": "ns", "name": name}
+
+    after = 1_800_000_000.5  # 2027-01-15T08:00:00.5Z
+    records = [
+        rec("2027-01-15T08:00:00.4Z"),
+        rec("2027-01-15T08:00:00.600000001Z"),
+        rec("2027-01-15T08:00:01Z"),
+        rec("2027-01-15T08:00:02Z", name="other"),
+        rec("2027-01-15T08:00:02Z", msg="Reconcile LeaderWorkerSet Pod"),
+        rec("not a time"),
+    ]
+    assert E.reconciles_after(records, "ns", "ps", after) == 2

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from ..profile import Topology
@@ -42,6 +43,44 @@ def admission_refusals(records: list[Obj], namespace: str, name: str) -> dict[st
             out[err] = out.get(err, 0) + 1
     return out
 
+
+
+RECONCILER_ERROR = "Reconciler error"  # controller-runtime's record of a reconcile that returned an error
+
+
+def reconciler_errors(records: list[Obj], namespace: str, names: set[str]) -> dict[str, int]:
+    """A controller's RECONCILER_ERROR log records for the objects `names` of `namespace` (the
+    record's "namespace" and "name"): the error -> how many times it was logged."""
+    out: dict[str, int] = {}
+    for r in records:
+        if r.get("msg") != RECONCILER_ERROR or r.get("namespace") != namespace or r.get("name") not in names:
+            continue
+        err = str(r.get("error") or "").strip() or "(no error logged)"
+        out[err] = out.get(err, 0) + 1
+    return out
+
+
+
+LWS_RECONCILE = "Reconcile LeaderWorkerSet"  # Kueue's LWS reconciler, at verbosity 2 (leaderworkerset_reconciler.go)
+
+
+def reconciles_after(records: list[Obj], namespace: str, name: str, after: float) -> int:
+    """How many of Kueue's LWS_RECONCILE log records for LWS `namespace`/`name` were logged after
+    `after` (seconds since the epoch; the record's RFC 3339 "ts")."""
+    n = 0
+    for r in records:
+        if r.get("msg") != LWS_RECONCILE or r.get("namespace") != namespace or r.get("name") != name:
+            continue
+        try:
+            ts = datetime.fromisoformat(str(r.get("ts"))).timestamp()
+        except ValueError:
+            continue
+        n += ts > after
+    return n
+
+def describe_errors(errors: dict[str, int]) -> str:
+    """Distinct logged errors with how often each was logged, in the order first logged."""
+    return "; ".join(f"{err} ({n} time(s))" for err, n in errors.items())
 
 def gpus(pod: Obj, resource: str) -> int:
     """The pod's requests of `resource`, summed over its containers."""

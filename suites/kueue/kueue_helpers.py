@@ -364,3 +364,16 @@ def stuck_without_group_name(pods: list[dict[str, Any]], what: str) -> Assertion
         return None
     return AssertionError(f"{what} stays at Kueue's admission gate without the {GROUP_NAME} label: {', '.join(held)}")
 
+
+def label_refusals(scenario: Scenario, pods: list[str]) -> dict[str, int] | None:
+    """The errors Kueue's reconcilers logged for `pods` (this namespace; a refused label patch is
+    one): error -> how many times. None when Kueue's log cannot be read here."""
+    records = json_log_records(scenario.cluster.logs.get("kueue"), E.RECONCILER_ERROR)
+    return None if records is None else E.reconciler_errors(records, scenario.namespace, set(pods))
+
+
+def lws_reconciles_after(scenario: Scenario, name: str, after: float) -> int | None:
+    """How many times Kueue's LWS reconciler logged reconciling LWS `name` (this namespace) after
+    `after` (time.time()); None when Kueue's log cannot be read here."""
+    records = json_log_records(scenario.cluster.logs.get("kueue"), E.LWS_RECONCILE)
+    return None if records is None else E.reconciles_after(records, scenario.namespace, name, after)

@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from lws_conformance import workloads
 from lws_conformance.errors import Failures
+from lws_conformance.k8s import kueue_evidence as E
 from lws_conformance.k8s import predicates as P
 from lws_conformance.k8s.wait import WaitTimeout, wait_for
 from lws_conformance.providers import nodes
@@ -402,7 +403,7 @@ def _wait_quota(
 def _refused_admission(name: str, why: str, refused: dict[str, int]) -> str:
     """The failure of a Workload whose admission the API server refused (K.admission_refusals):
     every distinct error with how often Kueue logged it."""
-    errors = "; ".join(f"{err} ({n} time(s))" for err, n in refused.items())
+    errors = E.describe_errors(refused)
     return (
         f"{name} not given quota within {K.ADMISSION_SECONDS:g}s × timeouts.scale though {why}: QuotaReserved "
         f"never set; Kueue's scheduler logged the API server refusing its admission: {errors}"
