@@ -92,18 +92,14 @@ def one_round(api: client.ApiClient, i: int) -> float:
             seen["reserved"] = now
             w.stop()
     core.delete_namespace(ns)
-
-    def rack_empty(pods: list[dict[str, Any]]) -> list[bool] | None:
-        left = [p for p in pods if str((p.get("spec") or {}).get("nodeName") or "").startswith("bench-")]
-        return None if left else [True]
-
-    wait_for(  # the rack empty again before the next round
+    wait_for(  # the namespace gone, its Workload with it: Kueue's TAS usage of the rack freed
         api,
-        core.list_pod_for_all_namespaces,
-        rack_empty,
-        what="pods on the benchmark's Nodes",
-        condition="none left",
+        core.list_namespace,
+        lambda objs: [True] if not objs else None,
+        what=f"namespace {ns}",
+        condition="deleted",
         timeout=120,
+        field_selector=f"metadata.name={ns}",
     )
     if "reserved" not in seen:
         raise RuntimeError(f"round {i}: the Workload never got quota within 60 s")
