@@ -8,6 +8,7 @@ test. Pods of one LWS are selected by the LWS name label, so several LWS can sha
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,10 +28,12 @@ KUEUE_API = f"{workloads.KUEUE_GROUP}/{workloads.KUEUE_VERSION}"
 JOB_UID = "kueue.x-k8s.io/job-uid"
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 OBSERVE_SECONDS = 5.0  # "must never happen" windows: several Kueue scheduling cycles (it requeues within ~1 s)
-# How long a Workload that fits may wait for quota before the harness looks for why it has none:
-# Kueue reserves quota for a fitting required-rack TAS group of this suite's shape within ADMISSION_P100
-# of its Workload's creation (benchmarks/tas_admission_latency.py, docs/performance.md); the window is
-# about 25 times that, and `wait_for` multiplies it by timeouts.scale.
+# How long a Workload that fits may wait for quota before the harness looks for why it has none
+# (test_kueue_tas._wait_quota; without evidence of a cause it waits on to its ordinary deadline):
+# Kueue reserves quota for a fitting required-rack TAS group of the suite's shape 0.21 s (median)
+# and at most 0.70 s after its Workload appears, on the 2-core machine at load 23-36
+# (benchmarks/tas_admission_latency.py, docs/performance.md). 5 s is 7 times that maximum;
+# `wait_for` multiplies it by timeouts.scale.
 ADMISSION_SECONDS = 5.0
 GROUP_NAME = "kueue.x-k8s.io/pod-group-name"  # Kueue's pod-group label and annotation key
 QUEUE = "lq"  # LocalQueue name in the test namespace (never `default`: that captures unlabelled LWS)
@@ -365,11 +368,18 @@ def stuck_without_group_name(pods: list[dict[str, Any]], what: str) -> Assertion
     return AssertionError(f"{what} stays at Kueue's admission gate without the {GROUP_NAME} label: {', '.join(held)}")
 
 
-def label_refusals(scenario: Scenario, pods: list[str]) -> dict[str, int] | None:
-    """The errors Kueue's reconcilers logged for `pods` (this namespace; a refused label patch is
-    one): error -> how many times. None when Kueue's log cannot be read here."""
-    records = json_log_records(scenario.cluster.logs.get("kueue"), E.RECONCILER_ERROR)
-    return None if records is None else E.reconciler_errors(records, scenario.namespace, set(pods))
+def label_refusals(log: str | Path | None, namespace: str, pods: list[str]) -> dict[str, int] | None:
+    """The errors Kueue's reconcilers logged for `pods` of `namespace` (a refused label patch is
+    one) in Kueue's log `log`: error -> how many times. None when that log cannot be read."""
+    records = json_log_records(log, E.RECONCILER_ERROR)
+    return None if records is None else E.reconciler_errors(records, namespace, set(pods))
+
+
+def held_for_label(stuck: AssertionError, refused: dict[str, int] | None) -> AssertionError:
+    """`stuck_without_group_name`'s failure with its cause as Kueue logged it, when it did."""
+    if not refused:
+        return stuck
+    return AssertionError(f"{stuck}; Kueue logged its updates of them refused: {E.describe_errors(refused)}")
 
 
 def lws_reconciles_after(scenario: Scenario, name: str, after: float) -> int | None:

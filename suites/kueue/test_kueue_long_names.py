@@ -15,7 +15,7 @@ import pytest
 
 from lws_conformance import workloads
 from lws_conformance.claims import Claims
-from lws_conformance.k8s.kueue_evidence import describe_errors, pod_group_names_wrong
+from lws_conformance.k8s.kueue_evidence import pod_group_names_wrong
 from lws_conformance.k8s.wait import WaitTimeout
 from lws_conformance.scenario import Scenario
 
@@ -70,12 +70,8 @@ def test_a_50_character_lws_name_is_admitted_and_runs(scenario: Scenario, unique
                 raise
             # the cause: the API server refusing Kueue's label patch of the pods, as Kueue logs it
             held = [p["metadata"]["name"] for p in scenario.pods(K.selector(NAME))]
-            refused = K.label_refusals(scenario, held)
-            if refused:
-                raise AssertionError(
-                    f"{stuck}; Kueue logged its updates of them refused: {describe_errors(refused)}"
-                ) from None
-            raise stuck from None
+            refused = K.label_refusals(scenario.cluster.logs.get("kueue"), scenario.namespace, held)
+            raise K.held_for_label(stuck, refused) from None
     with claim("KUEUE-LONGNAME-002"):
         pods = scenario.pods(K.selector(NAME))
         assert pods, f"no pod of {NAME}"

@@ -283,4 +283,7 @@ def test_lws_with_a_50_character_name_is_dispatched_and_runs(
         )
         if stuck is None:
             raise
-        raise stuck from None
+        # the cause: the worker's API server refusing its Kueue's label patch, as that Kueue logs it
+        held = [p.metadata.name for p in found]
+        refused = K.label_refusals(mk.local_cluster(target).log("kueue"), ns, held)
+        raise K.held_for_label(stuck, refused) from None
