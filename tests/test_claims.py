@@ -111,8 +111,8 @@ def test_a_setup_error_is_error_never_not_run_and_exit_3(pytester: pytest.Pytest
 
 
 RACE = ("kubernetes-sigs/lws#998 picture in 1 of 4 groups whose worker's Node was deleted: workers n-1-1 replaced "
-        "alone (new UID) after pod GC removed them, leaders n-1 kept their UIDs for the whole rebuild deadline; the "
-        "other groups were recreated whole")
+        "alone (new UID) after pod GC removed them, leaders n-1 kept their UIDs for the whole rebuild deadline and "
+        "30 s after it; the other groups were recreated whole")
 NODE_LOSS = f'''
 import pytest
 from lws_conformance.errors import Failures

@@ -168,8 +168,10 @@ def test_lws917_symptom_is_exactly_worker_j_in_subgroup_j_minus_1() -> None:
 def test_lws998_symptom_needs_some_but_not_all_tries() -> None:
     d = next(d for d in deviations.load() if d.id == "lws-998")
     race = ("kubernetes-sigs/lws#998 picture in 1 of 4 tries: worker rg-1-1 replaced alone (new UID), leader rg-1 "
-            "kept its UID for the whole recovery deadline; the other tries recreated the whole group")
+            "kept its UID for the whole recovery deadline and 40 s after it; the other tries recreated the whole group")
     assert d.matches("AssertionError", race)
+    unwatched = race.replace(" and 40 s after it", "")  # a slow controller, not yet told from the race
+    assert not d.matches("AssertionError", unwatched)
     always = ("a deleted worker never made LWS recreate its group: in 4 of 4 tries worker rg-1-1 was replaced "
               "alone and leader rg-1 kept its UID for 45 s")
     assert not d.matches("AssertionError", always)
