@@ -7,10 +7,10 @@ from pathlib import Path
 from ..errors import UserError
 from ..profile import Profile
 from . import cache, diskspace, download
-from .gobuild import Progress, build, module_dir, module_download
+from .gobuild import Progress, build, builds_forbidden, module_dir, module_download, not_built
 from .recipes import COVERAGE_COMPONENTS, RECIPES, check_replace
 
-__all__ = ["coverage_dir", "covered", "ensure_binaries", "manifests_dir", "missing"]
+__all__ = ["coverage_dir", "covered", "ensure_binaries", "manifests_dir", "missing", "unbuilt"]
 
 
 def covered(profile: Profile, component: str) -> bool:
@@ -39,6 +39,8 @@ def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
     missing = []
     for component, recipe in RECIPES.items():
         check_replace(recipe, profile.go_replace.get(component, {}))
+    if builds_forbidden() and (todo := unbuilt(profile)):
+        raise not_built(" and ".join(what for what, _log in todo), todo[0][1], profile.name)
     for component, recipe in RECIPES.items():
         needed = not all(profile.binaries.get(b) for b in recipe.binaries)
         version, source = profile.versions[component], profile.sources.get(component)
@@ -78,6 +80,12 @@ def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
 
 def missing(profile: Profile) -> list[str]:
     """Components `ensure_binaries` would build from Go source (neither given nor cached)."""
+    return [what for what, _log in unbuilt(profile)]
+
+
+def unbuilt(profile: Profile) -> list[tuple[str, Path]]:
+    """(component and version, its build log) of each component `ensure_binaries` would obtain
+    (neither given nor cached)."""
     todo = []
     for component, recipe in RECIPES.items():
         if all(profile.binaries.get(b) for b in recipe.binaries):
@@ -86,7 +94,7 @@ def missing(profile: Profile) -> list[str]:
         source, replace = profile.sources.get(component), profile.go_replace.get(component)
         directory = cache.bin_dir(component, version, source, covered(profile, component), replace)
         if not all((directory / b).is_file() for b in recipe.binaries):
-            todo.append(f"{component} {version}")
+            todo.append((f"{component} {source or version}", cache.build_dir(component, directory.name) / "build.log"))
     return todo
 
 
