@@ -80,4 +80,5 @@ def resolve(
     else:
         why = f"the default provider ({provider})"
     workers = int((profile.raw.get("multikueue") or {}).get("workers") or 0) if provider == "local" else 0
-    return Choice(provider, why, name, multikueue_workers=workers, unused_kubeconfig=kubeconfig_env)
+    unused = kubeconfig_env if not provider_flag else None  # named: the user chose it knowingly
+    return Choice(provider, why, name, multikueue_workers=workers, unused_kubeconfig=unused)

@@ -40,7 +40,7 @@ def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
     for component, recipe in RECIPES.items():
         check_replace(recipe, profile.go_replace.get(component, {}))
     if builds_forbidden() and (todo := unbuilt(profile)):
-        raise not_built(" and ".join(what for what, _log in todo), todo[0][1], profile.name)
+        raise not_built([what for what, _log in todo], todo[0][1], profile.name)
     for component, recipe in RECIPES.items():
         needed = not all(profile.binaries.get(b) for b in recipe.binaries)
         version, source = profile.versions[component], profile.sources.get(component)

@@ -30,13 +30,14 @@ NO_BUILD_ENV = "LWSC_NO_BUILD"
 COLD_PACKAGES = {"etcd": 650, "kubernetes": 2550, "kwok": 630, "lws": 655, "kueue": 1315, "kind": 250}
 
 
-def not_built(what: str, log: Path, profile_name: str = "default") -> InfraError:
-    """The error of a build that may not run here (inside a test run): names the build, the
-    command that builds it and its last log."""
+def not_built(whats: list[str], log: Path, profile_name: str = "default") -> InfraError:
+    """The error of builds that may not run here (inside a test run): names the builds, the
+    command that runs them and the first one's last log."""
     command = "lwsc build" if profile_name == "default" else f"lwsc --profile {profile_name} build"
     last = f"its last build log: {log}" if log.is_file() else f"no build log yet ({log})"
+    what = f"{whats[0]} is" if len(whats) == 1 else f"{', '.join(whats[:-1])} and {whats[-1]} are"
     return InfraError(
-        f"{what} is not built and nothing builds inside a test run: run `{command}` first "
+        f"{what} not built and nothing builds inside a test run: run `{command}` first "
         f"(`lwsc run` builds what its tests need before they start); {last}"
     )
 
@@ -198,7 +199,7 @@ def build(
             progress(f"{component} {source or version}: cached binaries are damaged ({wrong}); rebuilding {out}")
         work = cache.build_dir(component, key)
         if builds_forbidden():
-            raise not_built(f"{component} {source or version}", work / "build.log")
+            raise not_built([f"{component} {source or version}"], work / "build.log")
         go = go_binary()
         work.mkdir(parents=True, exist_ok=True)
         log = work / "build.log"
