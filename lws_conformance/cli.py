@@ -522,8 +522,13 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         matrix.parse_versions(args.lws, "--lws"), matrix.parse_versions(args.kueue, "--kueue"), args.base_port
     )
     profiles = {c.name: load_profile(args.profile, [*args.set, *c.overrides]) for c in plan}
+    sets = {c.name: [*args.set, *c.overrides] for c in plan}
+    chosen = {c.name: selection.collect(_selection(args), args.profile, sets[c.name]) for c in plan}  # exit 2 first
     for cell in plan:  # every version resolved and built before the first cluster comes up
         ensure_binaries(profiles[cell.name], _progress)
+    for cell in plan:  # and what each cell's tests need besides (upgrade starts, private clusters)
+        needs = prebuild.needs(args.profile, sets[cell.name], profiles[cell.name], "local", chosen[cell.name])
+        prebuild.build(needs, _progress)
     out = Path(args.reports) / f"matrix-{time.strftime('%Y%m%d-%H%M%S')}"
 
     def run_cell(cell: matrix.Cell, run_dir: Path) -> int | None:
