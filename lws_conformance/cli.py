@@ -140,7 +140,11 @@ def _choice(args: argparse.Namespace) -> runtarget.Choice:
     return runtarget.resolve(
         provider_flag=args.provider,
         kubeconfig=getattr(args, "kubeconfig", None),
-        kubeconfig_from_env=getattr(args, cli_conventions.KUBECONFIG_FROM_ENV, False),
+        kubeconfig_from=(
+            "--in-cluster (the pod's ServiceAccount)" if getattr(args, "in_cluster", False)
+            else "$KUBECONFIG" if getattr(args, cli_conventions.KUBECONFIG_FROM_ENV, False)
+            else "--kubeconfig"
+        ),
         context=getattr(args, "context", None),
         profile=args.config,
         profile_name=args.profile,
@@ -672,6 +676,7 @@ def cmd_chaos_target(args: argparse.Namespace) -> int:
     """Namespace + LWS for the standalone chaos/ experiments; prints the env `chaos run` reads."""
     from .chaos_target import create
 
+    _progress(_choice(args).line())
     on_kind = _provider(args) == "kind"
     cluster = _kind(args) if on_kind else _cluster(args)
     if not cluster.running():

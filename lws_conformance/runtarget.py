@@ -50,20 +50,20 @@ def resolve(
     *,
     provider_flag: str | None,
     kubeconfig: str | None,
-    kubeconfig_from_env: bool,
+    kubeconfig_from: str,
     context: str | None,
     profile: Profile,
     profile_name: str,
     name: str,
     kubeconfig_env: str | None,
 ) -> Choice:
-    """The cluster of this invocation; every mistake is a one-line `UserError`."""
+    """The cluster of this invocation; every mistake is a one-line `UserError`. `kubeconfig_from`:
+    what gave `kubeconfig` (--kubeconfig, $KUBECONFIG, --in-cluster)."""
     if kubeconfig:
         path = Path(kubeconfig).expanduser()
-        given = "$KUBECONFIG" if kubeconfig_from_env else "--kubeconfig"
         if not path.is_file():
-            raise UserError(f"kubeconfig {path} ({given}) does not exist; pass --kubeconfig PATH")
-        why = "$KUBECONFIG with --provider existing" if kubeconfig_from_env else "--kubeconfig"
+            raise UserError(f"kubeconfig {path} ({kubeconfig_from}) does not exist; pass --kubeconfig PATH")
+        why = "$KUBECONFIG with --provider existing" if kubeconfig_from == "$KUBECONFIG" else kubeconfig_from
         return Choice("existing", why, name, target=existing.target(path, context))
     provider = provider_flag or profile.provider
     if provider == "existing":

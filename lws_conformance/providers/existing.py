@@ -204,7 +204,8 @@ class ExistingCluster:
             print(report.text(), file=sys.stderr)
             if report.failed:  # nothing is written: the run never starts
                 first = next(c for c in report.checks if c.status == "fail")
-                raise UserError(f"preflight: {first.name}: {first.detail}; nothing was run (see `lwsc preflight`)")
+                why = f"{first.name}: {first.detail}"
+                raise UserError(f"preflight failed: {why}; nothing was run (see `lwsc preflight`)")
             self.out.mkdir(parents=True, exist_ok=True)
             (self.out / "preflight.json").write_text(json.dumps(report.to_dict(), indent=2))
         except BaseException:
