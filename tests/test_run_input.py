@@ -68,8 +68,8 @@ def _metadata(tmp_path: Path, text: str) -> str:
 @pytest.mark.parametrize(
     ("text", "certify", "needles"),
     [
-        ("vendorName: [unclosed\n", False, ("is not valid YAML",)),
-        ("- vendorName: Example\n", False, ("must be a mapping", "not a list")),
+        ("vendorName: [unclosed\n", True, ("is not valid YAML",)),
+        ("- vendorName: Example\n", True, ("must be a mapping", "not a list")),
         ("vendorname: Example\nplatfromName: X\n", False, ("unknown key 'vendorname' (did you mean vendorName?)",
                                                            "unknown key 'platfromName'; valid keys: vendorName")),
         ("vendor_name: Example\n", False, ("did you mean vendorName?",)),
