@@ -174,10 +174,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     started = time.monotonic()
     profile = args.config
     sel = selection.collect(_selection(args), args.profile, args.set)
+    prebuild.build(prebuild.needs(args.profile, args.set, profile, "local", sel), _progress)  # all resolved first
     for name, path in ensure_binaries(profile, _progress).items():
         print(f"{name:<24} {path}")
-    needs = prebuild.needs(args.profile, args.set, profile, "local", sel)
-    prebuild.build(needs, _progress)
     for component, version in sel.upgrade_starts:  # the versions LWS-/KUEUE-UPGRADE-* start under
         path = ensure_binaries(profile.upgrade_start(component, version), _progress)[component]
         print(f"{component + ' ' + version + ' (upgrade)':<24} {path}")
@@ -395,10 +394,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     sel = selection.collect(_selection(args), args.profile, args.set, args.shard)
     if args.dry_run:
         return _dry_run(args, choice, sel)
+    needs = prebuild.needs(args.profile, args.set, args.config, choice.provider, sel)
+    prebuild.check(needs)  # a version the module proxy refuses: one line, exit 2, before anything
     _progress(choice.line())
     if choice.target is not None:  # a cluster that refuses us: one line, exit 2, nothing written
         existing.reachable(choice.target)
-    prebuild.build(prebuild.needs(args.profile, args.set, args.config, choice.provider, sel), _progress)
+    prebuild.build(needs, _progress)
     run_id = _new_run_id(args)
     # names every namespace and label of the run: unique also among runs started in the same second
     # against the same cluster from other report directories

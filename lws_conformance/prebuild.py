@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .profile import Profile, load_profile
 from .selection import Selection
-from .toolchain import ensure_binaries, unbuilt
+from .toolchain import ensure_binaries, resolve, unbuilt
 
 Progress = Callable[[str], None]
 
@@ -50,12 +50,20 @@ def pending(wanted: list[Need]) -> list[tuple[Need, list[str]]]:
     return todo
 
 
+def check(wanted: list[Need]) -> None:
+    """Every version still to build resolved with the Go module proxy before any build starts: a
+    version it refuses (a typo in upgrade.lws_from) is one line and exit 2 in seconds."""
+    for need, _whats in pending(wanted):
+        resolve(need.profile)
+
+
 def build(wanted: list[Need], progress: Progress) -> list[str]:
     """Obtain (build, download or find cached) what `wanted` needs; one progress line per build.
     Returns what was obtained (empty: everything was cached)."""
     todo = pending(wanted)
     if not todo:
         return []
+    check(wanted)
     seen = [what for _need, whats in todo for what in whats]
     listing = "; ".join(f"{', '.join(what)} (for {need.why})" for need, what in todo)
     progress(f"to build before the tests start: {listing}")

@@ -129,3 +129,20 @@ def test_run_and_build_obtain_the_upgrade_starts_before_pytest(
     monkeypatch.setattr(cli.html, "install_allure", lambda _d: None)
     assert cli.main(["build", "--focus", "LWS-UPGRADE"]) == 0
     assert {"build lws v0.7.0", "build lws v0.8.0"} <= set(order)
+
+
+def test_an_unobtainable_start_version_is_one_line_before_any_build(tmp_path: Path) -> None:
+    """`upgrade.lws_from` naming a version the module proxy does not serve: `lwsc build` and
+    `lwsc run` say so in one line, exit 2, before anything is built, started or written."""
+    env = {**os.environ, "LWSC_CACHE_DIR": str(tmp_path / "cache"), "LWSC_STATE_DIR": str(tmp_path / "state")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # this checkout's harness, from another cwd
+    bad = ["--set", "upgrade.lws_from=[v0.0.1]"]
+    for argv in (["build", "--focus", "LWS-UPGRADE"], ["run", "--focus", "LWS-UPGRADE"]):
+        proc = subprocess.run([sys.executable, "-m", "lws_conformance.cli", *bad, *argv], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("lwsc: error:")]
+        assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert "sigs.k8s.io/lws@v0.0.1" in errors[0] and "--set versions." in errors[0], errors[0]
+        assert proc.stderr.splitlines() == errors, "a usage error says nothing else"
+    assert not (tmp_path / "cache" / "bin").exists() and not (tmp_path / "state").exists()
+    assert list(tmp_path.iterdir()) == []  # no reports/, nothing cached
