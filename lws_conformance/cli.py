@@ -413,6 +413,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _unstarted(args, out)
         raise
     _point_latest(args, run_id)
+    args.run_started = True  # a cluster that refuses from here on makes the run inconclusive (exit 3)
     _progress(f"running suites against {handle.kubeconfig} ({handle.provider}, run {pytest_run_id}); reports in {out}")
     extra = ["--lwsc-allow-destructive"] if args.allow_destructive else []
     try:
@@ -929,7 +930,7 @@ def main(argv: list[str] | None = None) -> int:
         if said is None:
             raise
         print(f"{_paint('lwsc: error:', '1;31')} {said[1]}", file=sys.stderr)
-        return said[0]
+        return 3 if getattr(args, "run_started", False) else said[0]
     except KeyboardInterrupt:
         print("lwsc: interrupted; everything started by this command was stopped", file=sys.stderr)
         return 130

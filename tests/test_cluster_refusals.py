@@ -27,17 +27,19 @@ VERSION = {
 
 class Stub:
     """An HTTP(S) server answering every request with `status` (and a Status body), or with the
-    Kubernetes /version document when `status` is 200; it records the request lines it saw."""
+    Kubernetes /version document when `status` is 200 (`version_ok`: /version always); it records
+    the request lines it saw."""
 
-    def __init__(self, status: int, tls: pki.Pki | None = None) -> None:
+    def __init__(self, status: int, tls: pki.Pki | None = None, version_ok: bool = False) -> None:
         seen: list[str] = []
         self.seen = seen
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 seen.append(self.requestline)
-                body = json.dumps(VERSION if status == 200 else {"kind": "Status", "code": status}).encode()
-                self.send_response(status)
+                code = 200 if version_ok and self.path.startswith("/version") else status
+                body = json.dumps(VERSION if code == 200 else {"kind": "Status", "code": code}).encode()
+                self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -172,3 +174,14 @@ def test_a_run_against_a_refusing_cluster_leaves_no_run_directory(tmp_path: Path
     finally:
         stub.close()
     # the fixture checks that neither reports/ nor reports/latest was created
+
+
+def test_a_refusal_after_the_check_is_one_line_too(tmp_path: Path, lwsc: object) -> None:
+    """/version answers, the listing that follows is refused (a token that lacks the permission):
+    still one line, exit 2, no traceback."""
+    stub = Stub(403, version_ok=True)
+    try:
+        code, err = lwsc("cleanup", "--all", "--kubeconfig", str(kubeconfig(tmp_path, stub.url)))  # type: ignore[operator]
+        _one_line(code, err, "forbids this user (403", "midway", "refresh the credentials")
+    finally:
+        stub.close()
