@@ -170,7 +170,8 @@ def _step(plan: Plan, clone: Path, commit: str, out: Path, progress: Progress) -
     started = time.monotonic()
     log = out / f"{commit[:12]}-build.log"
     with log.open("w") as fh:
-        built = subprocess.run(_lwsc(plan, clone, commit, "build"), stdout=fh, stderr=subprocess.STDOUT)
+        build = _lwsc(plan, clone, commit, "build", "--focus", focus_expression(plan))  # what the step's tests need
+        built = subprocess.run(build, stdout=fh, stderr=subprocess.STDOUT)
     step = Step(commit, subject, round(time.monotonic() - started, 1))
     if built.returncode != 0:
         step.answer, step.why = "skip", f"build failed (exit {built.returncode}, log {log})"

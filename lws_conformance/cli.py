@@ -9,10 +9,12 @@ Ctrl-C and a CI kill both go through the same cleanup.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,15 +32,19 @@ from . import (
     cli_incluster,
     images,
     matrix,
+    prebuild,
+    product_input,
     provenance,
     resources,
+    runtarget,
+    selection,
     shards,
 )
 from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
 from .k8s.objects import RUN_LABEL
 from .profile import load_profile, port_given
-from .providers import discovery, existing, multikueue, preflight, process
+from .providers import apicheck, discovery, existing, multikueue, preflight, process
 from .providers.base import ClusterHandle, Provider
 from .providers.components import ORDER, state_root
 from .providers.kind import KindCluster, KindTools, built_tool
@@ -128,12 +134,32 @@ def _target(args: argparse.Namespace, out: Path | None = None) -> Provider:
     return _kind(args) if provider == "kind" else _cluster(args)
 
 
+def _choice(args: argparse.Namespace) -> runtarget.Choice:
+    """The cluster this invocation acts on and why (`runtarget`), checked before any work."""
+    env = next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), None)
+    return runtarget.resolve(
+        provider_flag=args.provider,
+        kubeconfig=getattr(args, "kubeconfig", None),
+        kubeconfig_from=(
+            "--in-cluster (the pod's ServiceAccount)" if getattr(args, "in_cluster", False)
+            else "$KUBECONFIG" if getattr(args, cli_conventions.KUBECONFIG_FROM_ENV, False)
+            else "--kubeconfig"
+        ),
+        context=getattr(args, "context", None),
+        profile=args.config,
+        profile_name=args.profile,
+        name=args.name,
+        kubeconfig_env=env,
+    )
+
+
 def _lifecycle(args: argparse.Namespace) -> Provider:
-    """A provider `lwsc up`/`down` can bring up and down (not the existing one: one line, exit 2)."""
-    target = _target(args)
-    if not target.creates:
+    """A provider `lwsc up`/`down` can bring up and down (not the existing one: one line, exit 2);
+    the cluster it is is said first."""
+    if _provider(args) == "existing":
         raise UserError(existing.NO_LIFECYCLE)
-    return target
+    _progress(_choice(args).line())
+    return _target(args)
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -142,17 +168,18 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    """Obtain every binary of the profile (cached by version); prints where each one is."""
+    """Obtain every binary the selected tests need (cached by version); prints where each one is."""
     from .toolchain import ensure_binaries
 
     started = time.monotonic()
     profile = args.config
+    sel = selection.collect(_selection(args), args.profile, args.set)
+    prebuild.build(prebuild.needs(args.profile, args.set, profile, "local", sel), _progress)  # all resolved first
     for name, path in ensure_binaries(profile, _progress).items():
         print(f"{name:<24} {path}")
-    for component in ("lws", "kueue"):  # the versions LWS-/KUEUE-UPGRADE-* start under
-        for start in profile.upgrade_starts(component):
-            path = ensure_binaries(start, _progress)[component]
-            print(f"{component + ' ' + start.versions[component] + ' (upgrade)':<24} {path}")
+    for component, version in sel.upgrade_starts:  # the versions LWS-/KUEUE-UPGRADE-* start under
+        path = ensure_binaries(profile.upgrade_start(component, version), _progress)[component]
+        print(f"{component + ' ' + version + ' (upgrade)':<24} {path}")
     if getattr(args, "kind", False):  # the kind provider's images, on the engine it would use
         kind_cluster = _kind(args)
         engine = kind_cluster.engine(_progress)
@@ -224,12 +251,8 @@ def _status_json(args: argparse.Namespace, cluster: LocalCluster, recs: dict[str
 
 
 def _selection(args: argparse.Namespace) -> list[str]:
-    """Hydrophone-style selection mapped onto pytest: --focus/--skip are -k expressions
-    (requirement ids are test keywords too, so `--focus LWS-NAME` works)."""
-    parts = [f"({args.focus})"] if args.focus else []
-    if args.skip:
-        parts.append(f"not ({args.skip})")
-    return ["-k", " and ".join(parts)] if parts else []
+    """--focus/--skip as pytest -k arguments (`selection.keyword_args`)."""
+    return selection.keyword_args(getattr(args, "focus", None), getattr(args, "skip", None))
 
 
 def _conclusion(pytest_rc: int, run_dir: Path) -> tuple[int, str]:
@@ -262,7 +285,9 @@ def _new_run_id(args: argparse.Namespace) -> str:
     """A run id from the time, unique among the report directories: its directory is created
     here (exclusively), so two runs started in the same second never share one."""
     reports = Path(args.reports).expanduser().resolve()
-    reports.mkdir(parents=True, exist_ok=True)
+    if not reports.is_dir():
+        reports.mkdir(parents=True)
+        args.reports_created = True
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for n in range(1, 100):
         run_id = stamp if n == 1 else f"{stamp}{n}"
@@ -274,15 +299,21 @@ def _new_run_id(args: argparse.Namespace) -> str:
     raise UserError(f"{reports} already has 99 runs started at {stamp}; use another --reports directory")
 
 
-def _reports_dir(args: argparse.Namespace, run_id: str) -> Path:
+def _unstarted(args: argparse.Namespace, out: Path) -> None:
+    """A run that never started (its cluster refused or did not come up) leaves no directory."""
+    shutil.rmtree(out, ignore_errors=True)
+    if getattr(args, "reports_created", False):
+        with contextlib.suppress(OSError):
+            out.parent.rmdir()
+
+
+def _point_latest(args: argparse.Namespace, run_id: str) -> None:
+    """reports/latest -> the run that started last."""
     reports = Path(args.reports).expanduser().resolve()
-    out = reports / run_id
-    out.mkdir(parents=True, exist_ok=True)
     latest = reports / "latest"
     if latest.is_symlink() or latest.exists():
         latest.unlink()
     latest.symlink_to(run_id)
-    return out
 
 
 def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path, extra: list[str] | None = None) -> int:
@@ -329,7 +360,27 @@ def _check_run_input(args: argparse.Namespace) -> None:
         shards.parse(args.shard)
         if args.certify:
             raise UserError("--certify runs every requirement in one run; drop --shard (or merge shards for gating)")
-    cli_certify.product_metadata(args)
+    product_input.check(args.product_metadata, args.certify)
+
+
+def _dry_run(args: argparse.Namespace, choice: runtarget.Choice, sel: selection.Selection) -> int:
+    """What `lwsc run` would do, resolved as the run resolves it; nothing is built or contacted."""
+    print(f"target:       {choice.describe()}, chosen by {choice.why}")
+    if choice.unused_kubeconfig:
+        print(f"              ({choice.line().partition('; ')[2]})")
+    print(f"profile:      {args.profile}{' with ' + ' '.join(args.set) if args.set else ''}")
+    versions = ", ".join(f"{c} {v}" for c, v in args.config.versions.items())
+    print(f"versions:     {versions}" + (" (the profile's; the run reads the cluster's)" if choice.target else ""))
+    shard = f", shard {args.shard}" if args.shard else ""
+    print(f"selection:    {' '.join(_selection(args)[1:]) or 'every test'}{shard}")
+    needs = prebuild.needs(args.profile, args.set, args.config, choice.provider, sel)
+    todo = [f"{', '.join(whats)} (for {need.why})" for need, whats in prebuild.pending(needs)]
+    print(f"to build:     {'; '.join(todo) or 'nothing (every binary is cached)'}")
+    print(f"tests ({len(sel.tests)}):")
+    for nodeid, rids in sel.tests.items():
+        print(f"  {nodeid}  {' '.join(sorted(rids))}")
+    print(f"requirements ({len(sel.requirements)}): {' '.join(sel.requirements)}")
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -337,26 +388,32 @@ def cmd_run(args: argparse.Namespace) -> int:
     cli_incluster.apply_in_cluster(args)  # --in-cluster: the pod's ServiceAccount, existing provider
     if args.certify and (args.focus or args.skip or args.pytest_args):
         raise UserError("--certify runs every requirement: drop --focus/--skip and extra pytest arguments")
-    _check_run_input(args)  # every usage mistake: one line, exit 2, before anything is built or started
+    # every usage mistake: one line, exit 2, before anything is built, started or written
+    _check_run_input(args)
+    choice = _choice(args)
+    sel = selection.collect(_selection(args), args.profile, args.set, args.shard)
     if args.dry_run:
-        cmd = [sys.executable, "-m", "pytest", str(resources.suites()), "--collect-only", "-q", *_selection(args)]
-        rc = subprocess.call(cmd, cwd=resources.root())
-        if rc == 5:
-            raise UserError("--focus/--skip selects no test; `lwsc run --dry-run` without them lists every test")
-        if rc != 0:
-            raise UserError(f"the selection could not be collected (pytest exit {rc}); check --focus/--skip")
-        return 0
-    if _provider(args) == "existing" and not args.kubeconfig:
-        raise UserError(existing.NEEDS_KUBECONFIG)
-    cli_conventions.check_selection(_selection(args))  # exit 2 before any cluster if it selects nothing
+        return _dry_run(args, choice, sel)
+    needs = prebuild.needs(args.profile, args.set, args.config, choice.provider, sel)
+    prebuild.check(needs)  # a version the module proxy refuses: one line, exit 2, before anything
+    _progress(choice.line())
+    if choice.target is not None:  # a cluster that refuses us: one line, exit 2, nothing written
+        existing.reachable(choice.target)
+    prebuild.build(needs, _progress)
     run_id = _new_run_id(args)
     # names every namespace and label of the run: unique also among runs started in the same second
     # against the same cluster from other report directories
     pytest_run_id = run_id.replace("-", "")[4:] + secrets.token_hex(2)
-    out = _reports_dir(args, run_id)
-    target = _target(args, out)
-    stays = not target.creates or target.running() or args.keep  # adopted, reused or kept
-    handle = target.up(_progress)
+    out = Path(args.reports).expanduser().resolve() / run_id
+    try:
+        target = _target(args, out)
+        stays = not target.creates or target.running() or args.keep  # adopted, reused or kept
+        handle = target.up(_progress)
+    except BaseException:
+        _unstarted(args, out)
+        raise
+    _point_latest(args, run_id)
+    args.run_started = True  # a cluster that refuses from here on makes the run inconclusive (exit 3)
     _progress(f"running suites against {handle.kubeconfig} ({handle.provider}, run {pytest_run_id}); reports in {out}")
     extra = ["--lwsc-allow-destructive"] if args.allow_destructive else []
     try:
@@ -384,6 +441,7 @@ def _api_for(args: argparse.Namespace) -> tuple[Path, str | None, dict[str, str]
     an unreachable server is one line within seconds."""
     known: dict[str, str] = {}
     env = next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), None)
+    provider = _provider(args)
     if args.kubeconfig or (env and not args.provider):
         kc = Path(args.kubeconfig or str(env)).expanduser()
         if not kc.is_file():
@@ -391,7 +449,6 @@ def _api_for(args: argparse.Namespace) -> tuple[Path, str | None, dict[str, str]
             raise UserError(f"kubeconfig {kc} ({given}) does not exist; pass --kubeconfig PATH")
         context = args.context
     else:
-        provider = _provider(args)
         handle_file = _kind_dir(args) / "handle.json" if provider == "kind" else _cluster(args).handle_file
         if not handle_file.is_file():
             raise UserError(f"no --kubeconfig or $KUBECONFIG and {provider} cluster '{args.name}' is not up "
@@ -399,7 +456,9 @@ def _api_for(args: argparse.Namespace) -> tuple[Path, str | None, dict[str, str]
         handle = ClusterHandle.from_json(handle_file.read_text())
         kc, context, known = handle.kubeconfig, args.context, handle.versions
     t = existing.target(kc, context)
-    _progress(f"cluster: {t}")
+    own = f"the {provider} cluster '{args.name}'"
+    why = "--kubeconfig" if args.kubeconfig else ("$KUBECONFIG" if env and not args.provider else own)
+    _progress(f"cluster: {t}, chosen by {why}")
     existing.reachable(t)
     return kc, context, known
 
@@ -469,8 +528,13 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         matrix.parse_versions(args.lws, "--lws"), matrix.parse_versions(args.kueue, "--kueue"), args.base_port
     )
     profiles = {c.name: load_profile(args.profile, [*args.set, *c.overrides]) for c in plan}
+    sets = {c.name: [*args.set, *c.overrides] for c in plan}
+    chosen = {c.name: selection.collect(_selection(args), args.profile, sets[c.name]) for c in plan}  # exit 2 first
     for cell in plan:  # every version resolved and built before the first cluster comes up
         ensure_binaries(profiles[cell.name], _progress)
+    for cell in plan:  # and what each cell's tests need besides (upgrade starts, private clusters)
+        needs = prebuild.needs(args.profile, sets[cell.name], profiles[cell.name], "local", chosen[cell.name])
+        prebuild.build(needs, _progress)
     out = Path(args.reports) / f"matrix-{time.strftime('%Y%m%d-%H%M%S')}"
 
     def run_cell(cell: matrix.Cell, run_dir: Path) -> int | None:
@@ -614,6 +678,7 @@ def cmd_chaos_target(args: argparse.Namespace) -> int:
     """Namespace + LWS for the standalone chaos/ experiments; prints the env `chaos run` reads."""
     from .chaos_target import create
 
+    _progress(_choice(args).line())
     on_kind = _provider(args) == "kind"
     cluster = _kind(args) if on_kind else _cluster(args)
     if not cluster.running():
@@ -680,7 +745,11 @@ def _global_args(p: argparse.ArgumentParser) -> None:
 
 def _cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The local cluster's life cycle: build, up, down, status, kubeconfig; and report."""
-    build_p = sub.add_parser("build", help="build (or find in the cache) every binary of the profile")
+    build_p = sub.add_parser(
+        "build", help="build (or find in the cache) every binary the tests need: the profile's, upgrade starts' ..."
+    )
+    build_p.add_argument("--focus", help="only what the tests this pytest -k expression selects need")
+    build_p.add_argument("--skip", help="leave out what only the tests this -k expression selects need")
     build_p.add_argument(
         "--kind",
         action="store_true",
@@ -856,6 +925,12 @@ def main(argv: list[str] | None = None) -> int:
     except LwscError as exc:
         print(f"{_paint('lwsc: error:', '1;31')} {exc}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:
+        said = apicheck.midway(exc)  # a cluster that refused after the up-front check: one line too
+        if said is None:
+            raise
+        print(f"{_paint('lwsc: error:', '1;31')} {said[1]}", file=sys.stderr)
+        return 3 if getattr(args, "run_started", False) else said[0]
     except KeyboardInterrupt:
         print("lwsc: interrupted; everything started by this command was stopped", file=sys.stderr)
         return 130

@@ -20,6 +20,7 @@ from .errors import UserError
 
 GLOBAL_FLAGS = ("--profile", "--set", "--name", "--provider", "--kind-bin", "--docker-bin", "--kubectl-bin")
 LATE_SET = "set_after_command"
+KUBECONFIG_FROM_ENV = "kubeconfig_from_env"  # set by `finish` when --kubeconfig came from $KUBECONFIG
 EXAMPLES = {
     "up": ["lwsc --name dev up", "lwsc up --name dev --set network.base_port=17000"],
     "down": ["lwsc down --name dev"],
@@ -80,6 +81,7 @@ def finish(args: argparse.Namespace) -> argparse.Namespace:
         first = next((p for p in env.split(os.pathsep) if p), None)
         if first:
             args.kubeconfig = str(Path(first).expanduser())
+            setattr(args, KUBECONFIG_FROM_ENV, True)
     return args
 
 

@@ -100,7 +100,7 @@ def _kubeconfig(args: argparse.Namespace) -> Path:
 def _connect(args: argparse.Namespace) -> client.ApiClient:
     kubeconfig = _kubeconfig(args)
     t = existing.target(kubeconfig, args.context)  # a wrong context is one line, not a traceback
-    print(f"cluster: {t}", file=sys.stderr)
+    print(f"cluster: {t}, chosen by {'--kubeconfig' if args.kubeconfig else '$KUBECONFIG'}", file=sys.stderr)
     existing.reachable(t)
     return api_client(kubeconfig, args.context)
 

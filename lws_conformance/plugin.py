@@ -25,7 +25,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from . import claims, images, provenance, shards, verdicts
+from . import claims, images, provenance, resources, shards, verdicts
 from .errors import LwscError, UserError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
@@ -40,6 +40,7 @@ from .report import evidence, render, run_timeline, summary
 from .scenario import Scenario
 from .toolchain import cache as bincache
 from .toolchain import missing as binaries_missing
+from .toolchain.gobuild import NO_BUILD_ENV
 
 OWNER_FILE = "started-by-run"
 # Registered by the plugin itself, so the suites run the same from any project or an installed wheel.
@@ -55,6 +56,8 @@ MARKERS = (
     "kueue.manage_jobs_without_queue_name=true), on top of the run's",
     "destructive: breaks things or needs the whole capacity; on a cluster the harness did not create it runs only "
     "with --lwsc-allow-destructive",
+    "upgrade_start(component, version): the case starts `component` at `version` on a private cluster (built by "
+    "`lwsc build` and by `lwsc run` before pytest starts)",
 )
 
 
@@ -83,6 +86,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="after collection, write {test node id: [requirement ids]} as JSON to this file",
     )
     g.addoption(
+        "--lwsc-selection-out",
+        help="after collection (and --lwsc-shard), write the selected tests, their requirement ids and the "
+        "private clusters and upgrade start versions they need as JSON to this file (`lwsc run` builds from it)",
+    )
+    g.addoption(
         "--lwsc-mode",
         default="standard",
         choices=("standard", "certify"),
@@ -105,6 +113,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 _PROFILE = pytest.StashKey[Profile]()
+_NO_BUILD_SET = pytest.StashKey[bool]()
 
 
 def run_profile(config: pytest.Config) -> Profile:
@@ -146,9 +155,20 @@ def _profile_environment(config: pytest.Config) -> None:
     os.environ[DERIVED_ENV] = ",".join(sorted(derived))
 
 
+def _runs_suites(config: pytest.Config) -> bool:
+    """Are the project's suites what this pytest runs (not the harness's own tests)?"""
+    suites = resources.suites().resolve()
+    paths = [Path(str(a).split("::")[0]).resolve() for a in config.args] or [Path(config.rootpath)]
+    return any(p == suites or suites in p.parents for p in paths)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
+    if not config.getoption("--lwsc-build") and _runs_suites(config) and NO_BUILD_ENV not in os.environ:
+        # nothing builds inside a test: a binary not built is an error at once, naming its build
+        os.environ[NO_BUILD_ENV] = "1"
+        config.stash[_NO_BUILD_SET] = True
     if not config.pluginmanager.has_plugin("lwsc-claims"):
         config.pluginmanager.register(claims, "lwsc-claims")
     if not _is_worker(config):
@@ -201,14 +221,10 @@ class _XdistHooks:
         _REQUIREMENTS.update(output.get("lwsc_requirements") or {})
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """What this process collected (in a run without xdist workers: the run's tests)."""
-    if not _is_worker(session.config) and _COLLECTED.get("ids") is None:
-        _COLLECTED["ids"] = [i.nodeid for i in session.items]
-
-
 def pytest_unconfigure(config: pytest.Config) -> None:
     """In the controller: sweep what this run left, and stop a cluster this run started."""
+    if config.stash.get(_NO_BUILD_SET, False):
+        os.environ.pop(NO_BUILD_ENV, None)
     if _is_worker(config) or config.getoption("--lwsc-handle") or config.getoption("--lwsc-kubeconfig"):
         return
     run_id: str = config._lwsc_run_id  # type: ignore[attr-defined]
@@ -632,9 +648,42 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         order = shards.longest_first([i.nodeid for i in items], shards.durations())
         position = {nodeid: k for k, nodeid in enumerate(order)}
         items.sort(key=lambda i: (not uses_worker_private(i), position[i.nodeid]))
-    out = config.getoption("--lwsc-requirements-out")
-    if out and not _is_worker(config):
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What this process collected (in a run without xdist workers: the run's tests); after every
+    deselection (-k, --lwsc-shard) what was selected, for `lwsc run` (its dry run, and the builds
+    it runs before pytest) and the catalogue's tests."""
+    config, items = session.config, session.items
+    if _is_worker(config):
+        return
+    if _COLLECTED.get("ids") is None:
+        _COLLECTED["ids"] = [i.nodeid for i in items]
+    if out := config.getoption("--lwsc-requirements-out"):
         Path(out).write_text(json.dumps({i.nodeid: claims.requirement_ids(i) for i in items}, indent=1))
+    if out := config.getoption("--lwsc-selection-out"):
+        Path(out).write_text(json.dumps(selection_needs(items), indent=1))
+
+
+def selection_needs(items: Sequence[pytest.Item]) -> dict[str, Any]:
+    """{"tests": {node id: [requirement ids]}, "private": [[KEY=VALUE settings] of each private
+    cluster the tests bring up], "upgrade_starts": [[component, version]]}."""
+    private: list[list[str]] = []
+    starts: list[list[str]] = []
+    for item in items:
+        mark = item.get_closest_marker("private_cluster")
+        own = mark is not None and "private_scenario" in getattr(item, "fixturenames", ())
+        settings = [str(a) for a in mark.args] if mark is not None and own else None
+        if settings is None and uses_worker_private(item):
+            settings = []
+        if settings is not None and settings not in private:
+            private.append(settings)
+        for start in item.iter_markers("upgrade_start"):
+            pair = [str(a) for a in start.args]
+            if pair not in starts:
+                starts.append(pair)
+    tests = {i.nodeid: claims.requirement_ids(i) for i in items}
+    return {"tests": tests, "private": private, "upgrade_starts": starts}
 
 
 @pytest.hookimpl(wrapper=True)

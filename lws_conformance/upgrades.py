@@ -23,10 +23,12 @@ def target(config: pytest.Config, port: int | None = None) -> Profile:
 
 def parametrize_starts(metafunc: pytest.Metafunc, component: str) -> None:
     """One case per version in `upgrade.<component>_from` for a test taking a `start` argument
-    (a single `None` case when the list is empty: the test then skips and says why)."""
+    (a single `None` case when the list is empty: the test then skips and says why). Each case is
+    marked `upgrade_start(component, version)`: `lwsc run` builds that version before pytest."""
     if "start" in metafunc.fixturenames:
         froms = [p.versions[component] for p in target(metafunc.config).upgrade_starts(component)]
-        metafunc.parametrize("start", froms or [None], ids=lambda v: f"from-{v}")
+        cases = [pytest.param(v, marks=pytest.mark.upgrade_start(component, v)) for v in froms]
+        metafunc.parametrize("start", cases or [None], ids=lambda v: f"from-{v}")
 
 
 @contextmanager

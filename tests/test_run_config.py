@@ -41,6 +41,7 @@ def test_a_run_loads_its_profile_once(
     monkeypatch.setattr(LocalCluster, "running", lambda self: False)
     monkeypatch.setattr(LocalCluster, "down", lambda self, keep_logs=False: None)
     monkeypatch.setattr(cli, "_suites", lambda *a, **k: 0)
+    monkeypatch.setattr(cli.prebuild, "build", lambda needs, progress: [])  # what the tests need: built already
     monkeypatch.setattr(cli.cli_certify, "write_archive", lambda out: out / "x.tar.gz")
     code = cli.main(["--set", "timeouts.scale=2", "run", "--reports", str(tmp_path / "reports"), "--set", "x.y=1"])
     assert code == 2  # x.y is no profile key: refused before anything came up

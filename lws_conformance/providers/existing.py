@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +24,7 @@ from ..errors import UserError
 from ..k8s.client import api_client
 from ..k8s.objects import RUN_LABEL, list_cluster_scoped, sweep_run
 from ..profile import Profile
-from . import preflight
+from . import apicheck, preflight
 from .base import ClusterHandle
 
 # Providers whose clusters the harness created and throws away: destructive tests may run there.
@@ -93,15 +91,11 @@ def target(kubeconfig: Path, context: str | None) -> Target:
     return Target(kubeconfig, str(name), server)
 
 
-def reachable(t: Target, timeout: float = 3.0) -> None:
-    """Fail in seconds, not after the client's retries, when nothing answers at the server."""
-    url = urllib.parse.urlsplit(t.server)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        socket.create_connection((url.hostname or "", port), timeout=timeout).close()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise UserError(f"cannot reach the API server {t}: {reason}; is the cluster up?") from None
+def reachable(t: Target) -> str:
+    """The server's Kubernetes version; one line (exit 2) in seconds when it cannot be used: not
+    answering, refusing the credentials, no Kubernetes API server, TLS or proxy failing
+    (`apicheck`, through the client's own request path)."""
+    return apicheck.check(t.kubeconfig, t.context, t.server)
 
 
 def pin_context(kubeconfig: Path, context: str, out: Path) -> Path:
@@ -208,9 +202,12 @@ class ExistingCluster:
                 self.kubeconfig = pin_context(self.kubeconfig, self.context, self.pinned)
             handle, report = adopt(self.kubeconfig, self.profile)
             print(report.text(), file=sys.stderr)
+            if report.failed:  # nothing is written: the run never starts
+                first = next(c for c in report.checks if c.status == "fail")
+                why = f"{first.name}: {first.detail}"
+                raise UserError(f"preflight failed: {why}; nothing was run (see `lwsc preflight`)")
+            self.out.mkdir(parents=True, exist_ok=True)
             (self.out / "preflight.json").write_text(json.dumps(report.to_dict(), indent=2))
-            if report.failed:
-                raise UserError(f"preflight failed (see {self.out / 'preflight.json'}); nothing was run")
         except BaseException:
             self._unpin()
             raise

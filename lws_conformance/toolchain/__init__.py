@@ -7,10 +7,10 @@ from pathlib import Path
 from ..errors import UserError
 from ..profile import Profile
 from . import cache, diskspace, download
-from .gobuild import Progress, build, module_dir, module_download
+from .gobuild import Progress, build, builds_forbidden, module_dir, module_download, not_built
 from .recipes import COVERAGE_COMPONENTS, RECIPES, check_replace
 
-__all__ = ["coverage_dir", "covered", "ensure_binaries", "manifests_dir", "missing"]
+__all__ = ["coverage_dir", "covered", "ensure_binaries", "manifests_dir", "missing", "resolve", "unbuilt"]
 
 
 def covered(profile: Profile, component: str) -> bool:
@@ -36,19 +36,9 @@ def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
     binaries are downloaded and verified where the release servers answer (etcd, Kubernetes,
     kwok), the rest is resolved, and free disk space is checked once for what must be built.
     """
-    missing = []
-    for component, recipe in RECIPES.items():
-        check_replace(recipe, profile.go_replace.get(component, {}))
-    for component, recipe in RECIPES.items():
-        needed = not all(profile.binaries.get(b) for b in recipe.binaries)
-        version, source = profile.versions[component], profile.sources.get(component)
-        replace = profile.go_replace.get(component)
-        entry = cache.bin_dir(component, version, coverage=covered(profile, component), replace=replace)
-        cached = entry.is_dir() and cache.damaged(entry, recipe.binaries) is None
-        if needed and not source and not cached:
-            missing.append(component)
-            if not download.assets(component, version):  # only a build provides it: resolve now
-                module_download(recipe.module, version)
+    if builds_forbidden() and (todo := unbuilt(profile)):
+        raise not_built([what for what, _log in todo], todo[0][1], profile.name)
+    missing = resolve(profile)
     to_build = [c for c in missing if not download.fetch(c, profile.versions[c], progress)]
     for component in to_build:
         if download.assets(component, profile.versions[component]):
@@ -76,8 +66,33 @@ def ensure_binaries(profile: Profile, progress: Progress) -> dict[str, Path]:
     return found
 
 
+def resolve(profile: Profile) -> list[str]:
+    """The components of `profile` that are neither given nor cached, after resolving those only a
+    build provides with the Go module proxy (seconds; a version it refuses is a `UserError`)."""
+    missing = []
+    for component, recipe in RECIPES.items():
+        check_replace(recipe, profile.go_replace.get(component, {}))
+    for component, recipe in RECIPES.items():
+        needed = not all(profile.binaries.get(b) for b in recipe.binaries)
+        version, source = profile.versions[component], profile.sources.get(component)
+        replace = profile.go_replace.get(component)
+        entry = cache.bin_dir(component, version, coverage=covered(profile, component), replace=replace)
+        cached = entry.is_dir() and cache.damaged(entry, recipe.binaries) is None
+        if needed and not source and not cached:
+            missing.append(component)
+            if not download.assets(component, version):  # only a build provides it: resolve now
+                module_download(recipe.module, version)
+    return missing
+
+
 def missing(profile: Profile) -> list[str]:
     """Components `ensure_binaries` would build from Go source (neither given nor cached)."""
+    return [what for what, _log in unbuilt(profile)]
+
+
+def unbuilt(profile: Profile) -> list[tuple[str, Path]]:
+    """(component and version, its build log) of each component `ensure_binaries` would obtain
+    (neither given nor cached)."""
     todo = []
     for component, recipe in RECIPES.items():
         if all(profile.binaries.get(b) for b in recipe.binaries):
@@ -86,7 +101,7 @@ def missing(profile: Profile) -> list[str]:
         source, replace = profile.sources.get(component), profile.go_replace.get(component)
         directory = cache.bin_dir(component, version, source, covered(profile, component), replace)
         if not all((directory / b).is_file() for b in recipe.binaries):
-            todo.append(f"{component} {version}")
+            todo.append((f"{component} {source or version}", cache.build_dir(component, directory.name) / "build.log"))
     return todo
 
 

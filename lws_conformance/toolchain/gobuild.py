@@ -23,8 +23,27 @@ from .recipes import ALL_RECIPES, Recipe, cover_flags, kubernetes_staging_replac
 
 Progress = Callable[[str], None]
 TRANSIENT = "\r"  # a progress message starting with it may be rewritten in place on a terminal
+# Set (to "1") inside a test run of the suites: nothing builds there (`lwsc build`, and `lwsc run`
+# before pytest starts, build what the selected tests need); a missing binary is an error at once.
+NO_BUILD_ENV = "LWSC_NO_BUILD"
 # Packages a cold `go build -v` compiles (measured here); the first estimate before any build of ours.
 COLD_PACKAGES = {"etcd": 650, "kubernetes": 2550, "kwok": 630, "lws": 655, "kueue": 1315, "kind": 250}
+
+
+def not_built(whats: list[str], log: Path, profile_name: str = "default") -> InfraError:
+    """The error of builds that may not run here (inside a test run): names the builds, the
+    command that runs them and the first one's last log."""
+    command = "lwsc build" if profile_name == "default" else f"lwsc --profile {profile_name} build"
+    last = f"its last build log: {log}" if log.is_file() else f"no build log yet ({log})"
+    what = f"{whats[0]} is" if len(whats) == 1 else f"{', '.join(whats[:-1])} and {whats[-1]} are"
+    return InfraError(
+        f"{what} not built and nothing builds inside a test run: run `{command}` first "
+        f"(`lwsc run` builds what its tests need before they start); {last}"
+    )
+
+
+def builds_forbidden() -> bool:
+    return os.environ.get(NO_BUILD_ENV) == "1"
 
 
 def go_binary() -> str:
@@ -178,8 +197,10 @@ def build(
             if wrong is None:
                 return out
             progress(f"{component} {source or version}: cached binaries are damaged ({wrong}); rebuilding {out}")
-        go = go_binary()
         work = cache.build_dir(component, key)
+        if builds_forbidden():
+            raise not_built([f"{component} {source or version}"], work / "build.log")
+        go = go_binary()
         work.mkdir(parents=True, exist_ok=True)
         log = work / "build.log"
         log.write_text("")
