@@ -157,7 +157,9 @@ def _raw(report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException]
     exc = excinfo.value if excinfo else None
     name = type(exc).__name__ if exc is not None else ""
     message = str(exc) if exc is not None else report.longreprtext
-    contract = isinstance(exc, AssertionError) or (isinstance(exc, ApiException) and not admission.rbac_denied(exc))
+    contract = isinstance(exc, AssertionError) or (
+        isinstance(exc, ApiException) and not admission.rbac_denied(exc) and not admission.webhook_unreachable(exc)
+    )
     return ("failed" if report.when == "call" and contract else "error"), name, message or report.longreprtext
 
 

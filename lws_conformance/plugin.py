@@ -629,6 +629,8 @@ def private_scenario(run_id: str, request: pytest.FixtureRequest) -> Iterator[Sc
         name = _create_namespace(api, run_id, request.node.nodeid)
         objects = Objects(api, run_id, name)
         request.node.stash[claims.RAN_ON] = claims.PRIVATE
+        # a component that died (not one the test stopped) makes the failures that follow errors
+        request.node.stash[claims.INFRA_BROKEN] = lambda: dead_components(handle)
         yield Scenario(api, handle, name, objects)
         objects.delete_created()
         _delete_namespace(api, name)

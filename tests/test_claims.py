@@ -201,6 +201,15 @@ def test_the_harness_lacks_a_permission():
 def test_a_webhook_refuses():
     raise _forbidden('admission webhook "vleaderworkerset.kb.io" denied the request: '
                      'pods "x" is forbidden: User "admin" may not do this')
+
+@pytest.mark.requirement("ROLL-SURGE-001")
+def test_a_webhook_not_listening(claim):
+    exc = ApiException(status=500, reason="Internal Server Error")
+    exc.body = ('{"kind":"Status","message":"Internal error occurred: failed calling webhook '
+                '\\"mleaderworkerset.kb.io\\": failed to call webhook: Post \\"https://127.0.0.1:19320/mutate\\": '
+                'dial tcp 127.0.0.1:19320: connect: connection refused","reason":"InternalError","code":500}')
+    with claim("ROLL-SURGE-001"):
+        raise exc
 '''
 
 
@@ -211,6 +220,10 @@ def test_an_rbac_403_is_error_and_a_webhook_403_a_verdict(pytester: pytest.Pytes
     _result, rows = _run(pytester, test_f=FORBIDDEN)
     assert rows["LWS-NAME-001"]["verdict"] == "error" and "cannot list" in rows["LWS-NAME-001"]["detail"]
     assert rows["LWS-ENV-001"]["verdict"] == "failed"
+    # the API server could not reach the webhook (its controller restarting): the rule was never
+    # evaluated, so no verdict (seen under load on a private cluster, read as a MUST failure before)
+    surge = rows["ROLL-SURGE-001"]
+    assert surge["verdict"] == "error" and "failed calling webhook" in surge["detail"]
 
 
 OUTSIDE = '''

@@ -99,6 +99,14 @@ def answer(call: Callable[[], Any]) -> Answer:
         return from_exception(exc)
 
 
+def webhook_unreachable(exc: ApiException) -> bool:
+    """The API server could not call an admission webhook (its server not listening, not
+    answering in time): the rule was never evaluated, so no verdict on the object. While a
+    controller runs, its webhook serving is part of its being up; a dead one is named by the
+    health check of the cluster's components."""
+    return UNREACHABLE in str(exc.body or "")
+
+
 def rbac_denied(exc: ApiException) -> bool:
     """The caller's own credentials lack a permission (RBAC 403): infrastructure, no answer about
     the object. A webhook's denial is also a 403 but says "admission webhook" and is an answer."""

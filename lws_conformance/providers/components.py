@@ -203,6 +203,10 @@ class ClusterState:
             return  # no health endpoint without its kubelet server; nodes turning Ready prove it
         url, ctx, expect = self._health_url(rec.name)
         process.wait_healthy(rec, url, deadline, ctx=ctx, expect=expect, needs=needs)
+        if rec.name in ("lws", "kueue"):
+            # ready is not serving admission: until its webhook server listens, every request the
+            # webhooks cover fails with "failed calling webhook ... connection refused"
+            process.wait_listening(rec, self.port(f"{rec.name}-webhook"), deadline)
 
     def _kubectl(self, kubectl: Path, *args: str, stdin: str | None = None) -> str:
         proc = subprocess.run(

@@ -22,7 +22,7 @@ def dead_components(handle: ClusterHandle) -> str | None:
     if handle.provider != "local" or "etcd" not in handle.logs:
         return None
     pid_dir = Path(handle.logs["etcd"]).parent.parent / "pids"
-    dead = [r for r in process.ProcRecord.load_all(pid_dir) if not process.alive(r)]
+    dead = [r for r in process.ProcRecord.load_all(pid_dir) if not r.stopped and not process.alive(r)]
     if not dead:
         return None
     said = "; ".join(f"{r.name} (pid {r.pid}) is not running, its log ends: {process.log_tail(r.log, 5)}" for r in dead)

@@ -8,6 +8,7 @@ left running.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -108,6 +109,7 @@ class LocalCluster(BootSequence):
         for rec in self.records():
             if rec.name == component:
                 process.stop(rec, grace=COVERAGE_GRACE if self.coverage_env(component) else 3.0)
+                dataclasses.replace(rec, stopped=True).save(self.pid_dir)  # the health check's "not dead"
 
     def start_component(self, component: str) -> None:
         """Fault hook: restart a component stopped by `stop_component`, with its saved argv."""

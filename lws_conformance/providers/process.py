@@ -30,6 +30,7 @@ class ProcRecord:
     pid: int
     exe: str
     log: str
+    stopped: bool = False  # stopped on purpose (a fault hook), not dead
 
     def save(self, pid_dir: Path) -> None:
         pid_dir.mkdir(parents=True, exist_ok=True)
@@ -191,6 +192,24 @@ def _inotify_limit() -> str:
         return Path("/proc/sys/fs/inotify/max_user_instances").read_text().strip()
     except OSError:
         return "?"
+
+
+def wait_listening(rec: ProcRecord, port: int, deadline: float) -> None:
+    """Wait until 127.0.0.1:`port` accepts a TCP connection; fail fast if the process exits."""
+    while True:
+        if not alive(rec):
+            raise UserError(exit_message(rec))
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2):
+                return
+        except OSError:
+            pass
+        if time.monotonic() >= deadline:
+            raise UserError(
+                f"{rec.name} did not listen on 127.0.0.1:{port} in time (log: {rec.log}: {log_tail(rec.log)}); "
+                "raise timeouts.ready_seconds or check the log"
+            )
+        time.sleep(0.1)
 
 
 def wait_healthy(
