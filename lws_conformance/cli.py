@@ -323,6 +323,7 @@ def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path,
         sys.executable,
         "-m",
         "pytest",
+        *resources.plugin_args(),  # -p lws_conformance.plugin: no entry point loads it into every session
         str(resources.suites()),
         *_selection(args),
         f"--lwsc-handle={handle_file}",
