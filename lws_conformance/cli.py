@@ -28,6 +28,7 @@ from . import (
     bisect,
     catalogue,
     cli_certify,
+    cli_completion,
     cli_conventions,
     cli_incluster,
     cli_results,
@@ -716,10 +717,8 @@ def parser() -> argparse.ArgumentParser:
     EXTRA_HANDLERS.update(cli_certify.add_parsers(sub))
     EXTRA_HANDLERS.update(cli_incluster.add_parsers(sub))
     EXTRA_HANDLERS.update(cli_results.add_parsers(sub))
-    comp = sub.add_parser("completion", help="print a shell completion script: eval \"$(lwsc completion bash)\"")
-    comp.add_argument("shell", choices=("bash",))
+    cli_completion.add_parser(sub)
     cli_conventions.add_late_globals(p, sub)
-    comp.set_defaults(script=cli_conventions.completion_script(p, sub))
     return p
 
 
@@ -922,7 +921,7 @@ def main(argv: list[str] | None = None) -> int:
         "cleanup": cmd_cleanup,
         "matrix": cmd_matrix,
         "bisect": cmd_bisect,
-        "completion": lambda a: print(a.script, end="") or 0,
+        "completion": lambda a: print(cli_completion.script(parser(), a.shell), end="") or 0,
         **EXTRA_HANDLERS,
         "chaos-target": cmd_chaos_target,
     }

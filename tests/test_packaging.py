@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import tarfile
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -137,3 +140,31 @@ def test_an_installed_copy_loads_its_pytest_plugin_only_where_asked(wheel: Path,
     suites = site / "lws_conformance" / "_data" / "suites"
     keyword = pytest_(str(suites), "--collect-only", "-k", "LWS-NAME-001")  # requirement ids: the plugin's keywords
     assert keyword.returncode == 0 and "test_objects_are_named" in keyword.stdout, keyword.stdout[-2000:]
+
+
+def _pins(text: str) -> dict[str, str]:
+    """{normalized name: version} of every `name==version` line."""
+    found = re.finditer(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)", text, re.M)
+    return {re.sub(r"[-_.]+", "-", m.group(1)).lower(): m.group(2) for m in found}
+
+
+def test_the_hash_lock_pins_what_constraints_pin_and_ships_in_the_sdist(tmp_path: Path) -> None:
+    lock = (ROOT / "requirements.lock").read_text()
+    in_lock, pinned = _pins(lock), _pins((ROOT / "constraints.txt").read_text())
+    assert in_lock and {name: pinned.get(name) for name in in_lock} == in_lock  # no version of its own
+    runtime = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.sub(r"[-_.]+", "-", re.split(r"[<>=!~ \[;]", d, maxsplit=1)[0]).lower() for d in runtime}
+    assert names <= set(in_lock), names - set(in_lock)
+    blocks = [b for b in re.split(r"\n(?=[A-Za-z0-9])", lock) if re.match(r"[A-Za-z0-9].*==", b)]
+    assert len(blocks) == len(in_lock) and all("--hash=sha256:" in b for b in blocks), "each pin carries its hashes"
+    assert "--find-links" not in lock and "--index-url" not in lock  # nothing of the machine that wrote it
+    with locked("wheel-build"):  # setuptools writes egg-info into the checkout: one build at a time
+        built = subprocess.run([sys.executable, "-m", "build", "--sdist", "-o", str(tmp_path), str(ROOT)],
+                               capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    (sdist,) = tmp_path.glob("lws_conformance-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        for name in ("constraints.txt", "requirements.lock"):
+            member = tar.extractfile(f"{top}/{name}")
+            assert member is not None and member.read().decode() == (ROOT / name).read_text(), name
