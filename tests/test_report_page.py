@@ -84,8 +84,8 @@ def test_every_known_deviation_links_its_upstream_issue_or_its_ready_to_file_rep
     page = _page(fixture_run(tmp_path))
     section = page[page.index("id='deviations'"):page.index("id='requirements'")]
     assert "href='https://github.com/kubernetes-sigs/kueue/pull/10311'" in section
-    assert "href='#report-lws-ds-force-drain-decoupled'" in section
-    report = re.search(r"<details id='report-lws-ds-force-drain-decoupled'>.*?<pre>(.*?)</pre>", page, re.S)
+    assert "href='#report-ROLL-DSSTEP-001'" in section
+    report = re.search(r"<details id='report-ROLL-DSSTEP-001'>.*?<pre>(.*?)</pre>", page, re.S)
     assert report and "tryForceDrain" in report.group(1)  # the report itself, inlined: the page stays self-contained
 
 

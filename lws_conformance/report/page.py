@@ -11,6 +11,7 @@ the page.
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 from typing import Any
 
@@ -89,10 +90,15 @@ def _counts(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def _anchor(report: str) -> str:
+    """The page anchor of a ready-to-file report (one per file, however many deviations cite it)."""
+    return "report-" + re.sub(r"[^A-Za-z0-9-]+", "-", Path(report).stem)
+
+
 def _dev_links(dev: deviations.Deviation) -> str:
     links = [f"<a href='{_e(u)}'>{_e(u.removeprefix('https://github.com/'))}</a>" for u in dev.upstream]
     if dev.report:
-        links.append(f"<a href='#report-{_e(dev.id)}'>ready-to-file report {_e(dev.report)}</a> (not reported "
+        links.append(f"<a href='#{_anchor(dev.report)}'>ready-to-file report {_e(dev.report)}</a> (not reported "
                      "upstream yet)")
     if dev.fixed_on_main:
         links.append(f"fixed on main: {_e(dev.fixed_on_main)}")
@@ -111,7 +117,7 @@ def _deviations(rows: list[dict[str, Any]], by_id: dict[str, deviations.Deviatio
     if not listed:
         return ""
     items = []
-    reports: dict[str, deviations.Deviation] = {}
+    reports: dict[str, list[str]] = {}  # report file -> the deviations citing it
     for r in sorted(listed, key=lambda r: (r.get("level") != "MUST", r["id"])):
         devs = _row_devs(r, by_id)
         refs = "<br>".join(f"<b>{_e(d.id)}</b>: {_e(d.title)} — {_dev_links(d)}" for d in devs)
@@ -119,11 +125,13 @@ def _deviations(rows: list[dict[str, Any]], by_id: dict[str, deviations.Deviatio
             f"<li><b>{_e(r['id'])}</b> ({_e(r.get('level', ''))}, <span class='{_cls(r['verdict'])}'>"
             f"{_e(r['verdict'])}</span>): {refs or _e(r.get('deviation') or 'no deviation recorded')}</li>"
         )
-        reports.update({d.id: d for d in devs if d.report})
+        for d in devs:
+            if d.report and d.id not in reports.setdefault(d.report, []):
+                reports[d.report].append(d.id)
     inlined = "".join(
-        f"<details id='report-{_e(d.id)}'><summary>ready-to-file report {_e(d.report)} ({_e(d.id)})</summary>"
-        f"<pre>{_e(_report_text(d.report))}</pre></details>"
-        for d in reports.values()
+        f"<details id='{_anchor(report)}'><summary>ready-to-file report {_e(report)} ({_e(', '.join(ids))})"
+        f"</summary><pre>{_e(_report_text(report))}</pre></details>"
+        for report, ids in reports.items()
     )
     return f"<h2 id='deviations'>Known deviations (listed upstream bugs)</h2><ul>{''.join(items)}</ul>{inlined}"
 
