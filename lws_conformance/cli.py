@@ -28,8 +28,10 @@ from . import (
     bisect,
     catalogue,
     cli_certify,
+    cli_completion,
     cli_conventions,
     cli_incluster,
+    cli_results,
     images,
     matrix,
     prebuild,
@@ -322,6 +324,7 @@ def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path,
         sys.executable,
         "-m",
         "pytest",
+        *resources.plugin_args(),  # -p lws_conformance.plugin: no entry point loads it into every session
         str(resources.suites()),
         *_selection(args),
         f"--lwsc-handle={handle_file}",
@@ -386,6 +389,7 @@ def _dry_run(args: argparse.Namespace, choice: runtarget.Choice, sel: selection.
 def cmd_run(args: argparse.Namespace) -> int:
     """The main job: bring up (or reuse, or adopt) a cluster, run the suites, write reports/."""
     cli_incluster.apply_in_cluster(args)  # --in-cluster: the pod's ServiceAccount, existing provider
+    cli_results.apply_rerun(args)  # --rerun-failed RUN: --focus on what did not pass there
     if args.certify and (args.focus or args.skip or args.pytest_args):
         raise UserError("--certify runs every requirement: drop --focus/--skip and extra pytest arguments")
     # every usage mistake: one line, exit 2, before anything is built, started or written
@@ -647,6 +651,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not args.run_dir:
         raise UserError("give a reports/<run-id> directory, or --merge DIR DIR ... to join shards")
     run_dir = Path(args.run_dir)
+    if run_dir.is_file():  # a results archive (or Sonobuoy's tarball), read without extracting it first
+        return cli_results.report_archive(args, bincache.cache_root() / "node")
     if not (run_dir / "results.json").is_file():
         raise UserError(f"{run_dir} has no results.json; give a reports/<run-id> directory of `lwsc run`")
     results = json.loads((run_dir / "results.json").read_text()).get("results") or []
@@ -710,10 +716,9 @@ def parser() -> argparse.ArgumentParser:
     _bisect_command(sub)
     EXTRA_HANDLERS.update(cli_certify.add_parsers(sub))
     EXTRA_HANDLERS.update(cli_incluster.add_parsers(sub))
-    comp = sub.add_parser("completion", help="print a shell completion script: eval \"$(lwsc completion bash)\"")
-    comp.add_argument("shell", choices=("bash",))
+    EXTRA_HANDLERS.update(cli_results.add_parsers(sub))
+    cli_completion.add_parser(sub)
     cli_conventions.add_late_globals(p, sub)
-    comp.set_defaults(script=cli_conventions.completion_script(p, sub))
     return p
 
 
@@ -761,9 +766,9 @@ def _cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     stat.add_argument("--output", choices=("text", "json"), default="text", help="output format (default text)")
     sub.add_parser("kubeconfig", help="print the admin kubeconfig path")
     rep = sub.add_parser("report", help="re-render a run directory (summary, HTML, PRODUCT.yaml) offline")
-    rep.add_argument("run_dir", nargs="?", help="a reports/<run-id> directory")
+    rep.add_argument("run_dir", nargs="?", help="a reports/<run-id> directory, or its .tar.gz (re-rendered into --out)")
     rep.add_argument("--merge", nargs="+", metavar="DIR", help="join the run directories of shards into one")
-    rep.add_argument("--out", help="with --merge: the merged run directory (default <reports>/merged-<stamp>)")
+    rep.add_argument("--out", help="with --merge or an archive: the new run directory (default under --reports)")
     rep.add_argument("--reports", default=_default_reports(), help="default ./reports or $ARTIFACTS")
 
 
@@ -808,6 +813,7 @@ def _run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument(
         "--product-metadata", metavar="FILE", help="YAML of PRODUCT.yaml metadata (vendorName, platformName, ...)"
     )
+    cli_results.add_rerun_arg(run)
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
 
 
@@ -915,7 +921,7 @@ def main(argv: list[str] | None = None) -> int:
         "cleanup": cmd_cleanup,
         "matrix": cmd_matrix,
         "bisect": cmd_bisect,
-        "completion": lambda a: print(a.script, end="") or 0,
+        "completion": lambda a: print(cli_completion.script(parser(), a.shell), end="") or 0,
         **EXTRA_HANDLERS,
         "chaos-target": cmd_chaos_target,
     }

@@ -7,6 +7,7 @@ Kept out of cli.py (which only registers these parsers and writes the archive af
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from collections.abc import Callable
@@ -89,27 +90,53 @@ def cmd_product_merge(args: argparse.Namespace) -> int:
     if not entry_file.is_file():
         raise UserError(f"{entry_file} does not exist; give a reports/<run-id> directory of `lwsc run`")
     entry = yaml.safe_load(entry_file.read_text())
+    ok, why = _entry_use(entry_file, entry)
+    if not ok and not args.draft:
+        raise UserError(f"{entry_file} is not for submission: {why}; run `lwsc run --certify` (or pass --draft "
+                        "to start a draft from it)")
     into = Path(args.into).expanduser() if args.into else None
     if into is not None and not into.is_file():
         raise UserError(f"--into {into} does not exist; give the submission's PRODUCT.yaml (or leave it out)")
+    template = Path(args.template).expanduser() if args.template else None
+    if template is not None and (into is not None or not template.is_file()):
+        raise UserError(f"--template {template}: give an existing AIConformance-<version>.yaml, without --into")
     out = Path(args.output).expanduser()
-    version = submission.minor(args.k8s_version or "") or (
-        submission.version_of(into, yaml.safe_load(into.read_text())) if into else None
-    ) or submission.version_of(out, entry)
     try:
-        base = yaml.safe_load(into.read_text()) if into else submission.template(version or "")
+        tmpl = submission.template("", template) if template else None
+    except submission.NoTemplate as exc:
+        raise UserError(str(exc)) from None
+    version = (
+        submission.minor(str((tmpl or {}).get("metadata", {}).get("kubernetesVersion") or ""))
+        or submission.minor(args.k8s_version or "")
+        or (submission.version_of(into, yaml.safe_load(into.read_text())) if into else None)
+        or submission.version_of(out, entry)
+    )
+    try:
+        base = yaml.safe_load(into.read_text()) if into else tmpl or submission.template(version or "")
     except submission.NoTemplate as exc:
         raise UserError(str(exc)) from None
     doc = submission.merge(entry, base, entry_file.parent, out.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(submission.render(doc, version))
     print(out)
-    found, used = submission.check_file(out)
+    found, used = submission.check_file(out, template)
     print(f"{out}: {len(found)} thing(s) left to fill against {used} (`lwsc product-check --final {out}`):",
           file=sys.stderr)
     for problem in found:
         print(f"  {problem}", file=sys.stderr)
     return 0
+
+
+def _entry_use(entry_file: Path, entry: object) -> tuple[bool, str]:
+    """Whether a run's entry may go into a submission: from the run's summary.json next to it, else
+    what the entry records (`lwsConformance`); an entry that says neither is not."""
+    summary = entry_file.parent / "summary.json"
+    if summary.is_file():
+        return product.for_submission(json.loads(summary.read_text()))
+    run = entry.get(product.RUN_KEY) if isinstance(entry, dict) else None
+    if isinstance(run, dict) and "forSubmission" in run:
+        return bool(run["forSubmission"]), str(run.get("why") or "")
+    return False, "it records no run (no summary.json next to it, no lwsConformance key)"
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dict[str, Handler]:
@@ -145,5 +172,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dic
     mrg.add_argument("run", help="a run directory (or its PRODUCT.yaml)")
     mrg.add_argument("-o", "--output", required=True, help="the submission's PRODUCT.yaml to write")
     mrg.add_argument("--into", help="an existing submission to merge into (default: the AIConformance template)")
-    mrg.add_argument("--k8s-version", help="the template's Kubernetes version, e.g. v1.36 (default: the run's)")
+    mrg.add_argument("--k8s-version", help="the template's Kubernetes version, e.g. v1.37 (default: the run's)")
+    mrg.add_argument("--template", help="an AIConformance-<version>.yaml checklist to start from (default: the one "
+                     "shipped for the version)")
+    mrg.add_argument("--draft", action="store_true",
+                     help="also from a run that is not for submission (not --certify, or it did not pass); its notes "
+                     "say so")
     return {"verify": cmd_verify, "product-check": cmd_product_check, "product-merge": cmd_product_merge}

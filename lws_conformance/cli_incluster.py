@@ -5,6 +5,8 @@
 - `lwsc job-status`, `lwsc job-logs [-f]`: where the Job's run is, and its output;
 - `lwsc retrieve [--wait]`: the results archive out of the ConfigMaps the run left, verified;
 - `lwsc publish`: what the Job runs after the suites (the archive into ConfigMaps);
+- `lwsc delete`: everything `gen`/`launch` installed (namespace with its results ConfigMaps,
+  ClusterRole and binding, admission policy and binding) deleted, and waited for until gone;
 - `lwsc run --in-cluster`: the pod's own ServiceAccount as the existing cluster's credentials.
 
 Exit codes of job-status, retrieve and launch --wait: the run's own code once it finished (0, 1,
@@ -30,6 +32,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from . import images, incluster, provenance
 from .errors import InfraError, LwscError, UserError
@@ -397,6 +400,89 @@ def _gone(read: Callable[[], object], timeout: float = 60) -> None:
     raise InfraError(f"the finished Job was not deleted within {timeout:.0f}s")
 
 
+# -- delete ----------------------------------------------------------------------------------------
+def _installed(api: client.ApiClient, namespace: str) -> list[tuple[Any, dict[str, Any]]]:
+    """(resource, object) of what `gen`/`launch` installed that is there now: the cluster-scoped
+    objects and the namespace (its ServiceAccount, Role, Job, pods and results ConfigMaps go with
+    it), admission policy first. UserError, before anything is deleted, when one of them exists
+    without the runner's label (not installed by lwsc)."""
+    dyn = DynamicClient(api)
+    wanted = [d for d in reversed(incluster.manifests(DEFAULT_IMAGE, namespace)) if "namespace" not in d["metadata"]]
+    found: list[tuple[Any, dict[str, Any]]] = []
+    for doc in wanted:
+        try:
+            resource = dyn.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+            obj = resource.get(name=doc["metadata"]["name"]).to_dict()
+        except ResourceNotFoundError:  # an API this cluster does not serve: nothing of it installed
+            continue
+        except ApiException as exc:
+            if exc.status == 404:
+                continue
+            raise InfraError(f"cannot read {doc['kind']}/{doc['metadata']['name']}: {exc.reason}") from None
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if labels.get("app.kubernetes.io/name") != incluster.NAME:
+            raise UserError(f"{doc['kind']}/{doc['metadata']['name']} was not installed by `lwsc gen`/`launch` (no "
+                            f"label app.kubernetes.io/name={incluster.NAME}); check --namespace, nothing was deleted")
+        other = {s.get("namespace") for s in obj.get("subjects") or []} - {namespace}
+        if doc["kind"] == "ClusterRoleBinding" and other:
+            raise UserError(f"the runner is installed for namespace {', '.join(sorted(map(str, other)))}, not "
+                            f"{namespace}; give --namespace {sorted(map(str, other))[0]} (nothing was deleted)")
+        found.append((resource, obj))
+    return found
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    """Delete what `gen`/`launch` installed and wait until every piece is gone (exit 3 if not by --timeout)."""
+    timeout = _seconds(args.timeout)
+    api = _connect(args)
+    try:
+        found = _installed(api, args.namespace)
+        if not found:
+            print(f"nothing of the in-cluster runner (namespace {args.namespace}) is installed", file=sys.stderr)
+            return 0
+        started = time.monotonic()
+        for resource, obj in found:
+            try:
+                resource.delete(name=obj["metadata"]["name"], body={"propagationPolicy": "Background"})
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise InfraError(f"cannot delete {obj['kind']}/{obj['metadata']['name']}: {exc.reason}") from None
+            print(f"deleting {obj['kind']}/{obj['metadata']['name']}", file=sys.stderr)
+        left = _wait_gone(found, started + timeout)
+        if left:
+            raise InfraError(f"still there after {timeout:.0f}s: {'; '.join(left)} (`kubectl get` them; "
+                             "`lwsc delete --timeout` waits longer)")
+        print(f"deleted and gone in {time.monotonic() - started:.1f}s: "
+              f"{', '.join(f'{o['kind']}/{o['metadata']['name']}' for _r, o in found)}")
+        listing = client.CoreV1Api(api).list_namespace(label_selector=incluster.RUN_LABEL)
+        runs = [str(n["metadata"]["name"]) for n in _items(api, listing)]
+        if runs:
+            print(f"{len(runs)} namespace(s) of harness runs remain ({', '.join(runs[:5])}"
+                  f"{', ...' if len(runs) > 5 else ''}); `lwsc cleanup --all` deletes them", file=sys.stderr)
+    finally:
+        api.close()
+    return 0
+
+
+def _wait_gone(found: list[tuple[Any, dict[str, Any]]], deadline: float) -> list[str]:
+    """Until every object reads 404 or the deadline: what is still there (kind/name, its phase)."""
+    tick = threading.Event()
+    while True:
+        left = []
+        for resource, obj in found:
+            try:
+                now = resource.get(name=obj["metadata"]["name"]).to_dict()
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            phase = (now.get("status") or {}).get("phase")
+            left.append(f"{obj['kind']}/{obj['metadata']['name']}" + (f" ({phase})" if phase else ""))
+        if not left or time.monotonic() >= deadline:
+            return left
+        tick.wait(0.5)
+
+
 # -- inside the Job --------------------------------------------------------------------------------
 def publish_index(reports: Path, exit_code: int) -> tuple[str, bytes | None, dict[str, str]]:
     """(run id, archive bytes or None, index data) of the newest run under `reports`."""
@@ -556,6 +642,18 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dic
     pub.add_argument("--namespace", help="where to store them (default: the pod's own namespace)")
     _cluster_args(pub, "the cluster (default: the pod's ServiceAccount)")
 
+    dele = sub.add_parser(
+        "delete",
+        help="delete everything `lwsc gen`/`launch` installed (namespace with its results, ClusterRole and "
+        "binding, admission policy) and wait until it is gone",
+        formatter_class=RAW,
+        epilog="examples:\n  lwsc delete --kubeconfig ~/.kube/config\n"
+        "  lwsc delete --namespace lwsc-vendor --timeout 10m",
+    )
+    _cluster_args(dele)
+    dele.add_argument("--namespace", default=incluster.NAMESPACE, help=ns_help)
+    dele.add_argument("--timeout", default="5m", help="give up (exit 3) when not gone after this long (default 5m)")
+
     img = sub.add_parser(
         "images",
         help="list the container images the suites use (mirror them for air-gapped registries)",
@@ -571,4 +669,5 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dic
         "retrieve": cmd_retrieve,
         "publish": cmd_publish,
         "images": cmd_images,
+        "delete": cmd_delete,
     }

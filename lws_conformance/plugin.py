@@ -474,6 +474,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
         "run_id": session.config._lwsc_run_id,  # type: ignore[attr-defined]
         "versions": handle.versions if handle else {},
         "provider": handle.provider if handle else "unknown",
+        "cluster": _cluster_named(handle),
         "profile": session.config.getoption("--lwsc-profile"),
         "mode": session.config.getoption("--lwsc-mode"),
         "shard": session.config.getoption("--lwsc-shard") or "",
@@ -514,6 +515,17 @@ def _completeness(exitstatus: int) -> dict[str, Any]:
         "selection": dict(_SELECTION) or shards.selection(ids),
         "unjudged": unjudged,
     }
+
+
+def _cluster_named(handle: ClusterHandle | None) -> str:
+    """The API server and context the run's kubeconfig names (the report's `cluster`)."""
+    if handle is None:
+        return "unknown"
+    try:
+        t = existing.target(handle.kubeconfig, None)
+    except LwscError:
+        return "unknown"
+    return f"{t.server} (context {t.context})"
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

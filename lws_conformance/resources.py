@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
@@ -54,3 +55,17 @@ def chaos() -> Path:
 def path(relative: str) -> Path:
     """A file named relative to the checkout root, e.g. `docs/upstream/X.md` of a deviation."""
     return root() / relative
+
+
+PLUGIN = "lws_conformance.plugin"  # the pytest plugin: loaded by `lwsc run` and the suites' conftest only
+
+
+@cache
+def plugin_args() -> list[str]:
+    """`-p lws_conformance.plugin` for a pytest run of the suites; nothing where an older install
+    still registers the plugin as a `pytest11` entry point (it is loaded already; loading it twice
+    is an error) until `pip install` runs again."""
+    stale = any(  # every distribution, as pytest's autoload sees them (an editable install's too)
+        ep.group == "pytest11" and ep.value == PLUGIN for d in metadata.distributions() for ep in d.entry_points
+    )
+    return [] if stale else ["-p", PLUGIN]

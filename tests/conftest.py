@@ -9,6 +9,21 @@ from pathlib import Path
 
 import pytest
 
+from lws_conformance.resources import PLUGIN, plugin_args
+
+# The harness's own tests use its plugin's fixtures and options (lwsc_cluster, k8s,
+# --lwsc-kubeconfig); no entry point loads it into every pytest session, so it is loaded here,
+# and in the pytest runs that tests start themselves (PYTEST_PLUGINS below, or `-p`).
+pytest_plugins = plugin_args()[1:]
+
+
+@pytest.fixture(autouse=True)
+def _plugin_in_pytester_runs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytester's runs (in process or in a subprocess) load the plugin as `lwsc run`'s pytest does:
+    explicitly (PYTEST_PLUGINS, read by pytest like `-p`)."""
+    if plugin_args() and ("pytester" in request.fixturenames or "plugin_pytester" in request.fixturenames):
+        monkeypatch.setenv("PYTEST_PLUGINS", PLUGIN)
+
 
 @pytest.fixture
 def sigint_is_ctrl_c() -> Iterator[None]:

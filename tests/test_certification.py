@@ -25,8 +25,9 @@ SUMMARY: dict[str, Any] = {
     "requirements": [
         {"id": "KUEUE-GANG-001", "level": "MUST", "verdict": "passed"},
         {"id": "KUEUE-GANG-002", "level": "MUST", "verdict": "passed"},
-        {"id": "LWS-NAME-001", "level": "MUST", "verdict": "failed"},
+        {"id": "LWS-NAME-001", "level": "MUST", "verdict": "passed"},
     ],
+    "conclusion": {"code": 0, "line": "conformant: every applicable MUST that ran passed (3 passed)"},
 }
 VENDOR = {
     "vendorName": "Example Corp",
@@ -45,7 +46,10 @@ def _run_dir(tmp_path: Path) -> Path:
     run = tmp_path / "reports" / "20261130-120000"
     (run / "artifacts").mkdir(parents=True)
     (run / "summary.json").write_text(json.dumps(SUMMARY))
-    (run / "junit_01.xml").write_text("<testsuites/>")
+    (run / "junit_01.xml").write_text(
+        "<testsuites><testsuite name='kueue'><testcase name='[KUEUE-GANG-001] test_gang'/>"
+        "<testcase name='[KUEUE-GANG-002] test_gang_two'/></testsuite></testsuites>"
+    )
     (run / "e2e.log").write_text("3 passed\n")
     (run / "artifacts" / "t.timeline.json").write_text("[]")
     return run

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import types
 from pathlib import Path
 
@@ -72,19 +71,3 @@ def test_help_lists_exit_codes_environment_and_each_subcommands_global_flags(
             cli.main([command, "--help"])
         text = capsys.readouterr().out
         assert "global options" in text and "--profile" in text and "--set KEY=VALUE" in text, command
-
-
-def test_bash_completion_completes_subcommands_and_their_flags(tmp_path: Path) -> None:
-    script = tmp_path / "lwsc.bash"
-    script.write_text(cli.parser().parse_args(["completion", "bash"]).script)
-
-    def complete(*words: str) -> list[str]:
-        line = " ".join(words)
-        probe = (f"source {script}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; _lwsc; "
-                 'printf "%s\\n" "${COMPREPLY[@]}"')
-        return subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True).stdout.split()
-
-    assert complete("lwsc", "bis") == ["bisect"]
-    assert "--focus" in complete("lwsc", "run", "--fo")
-    assert "--accept-known-deviations" in complete("lwsc", "run", "--acc")
-    assert complete("lwsc", "--name", "x", "up", "--pro") == ["--profile", "--provider"]

@@ -28,6 +28,7 @@ from lws_conformance.profile import load_profile
 from lws_conformance.providers import discovery, existing, preflight
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.providers.local import LocalCluster
+from lws_conformance.resources import plugin_args
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -359,8 +360,8 @@ def test_plugin_adopts_existing_cluster_via_context_and_gates_destructive_tests(
 
     def inner(*extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "pytest", str(tmp_path / "test_inner.py"), "-p", "no:cacheprovider", "-rs", "-s",
-             f"--lwsc-kubeconfig={kc}", f"--lwsc-context={real}", "-o", f"rootdir={tmp_path}", *extra],
+            [sys.executable, "-m", "pytest", str(tmp_path / "test_inner.py"), *plugin_args(), "-p", "no:cacheprovider",
+             "-rs", "-s", f"--lwsc-kubeconfig={kc}", f"--lwsc-context={real}", "-o", f"rootdir={tmp_path}", *extra],
             capture_output=True, text=True, cwd=tmp_path, timeout=300,
             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
         )  # fmt: skip

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import tarfile
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -96,3 +99,72 @@ def test_installed_copy_runs_from_an_empty_directory(wheel: Path, tmp_path: Path
 def test_version_flag() -> None:
     out = subprocess.run([sys.executable, "-m", "lws_conformance.cli", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.startswith("lwsc 0.") and "commit" in out.stdout
+
+
+def test_an_installed_copy_loads_its_pytest_plugin_only_where_asked(wheel: Path, tmp_path: Path) -> None:
+    """No `pytest11` entry point: another pytest session of the environment imports neither the
+    plugin nor kubernetes or chaostoolkit (allure comes with allure-pytest's own entry point);
+    `-p lws_conformance.plugin` (what `lwsc run` passes) and the suites' conftest load it."""
+    site, work, deps = tmp_path / "site", tmp_path / "work", tmp_path / "deps"
+    zipfile.ZipFile(wheel).extractall(site)
+    work.mkdir()
+    deps.mkdir()
+    # the environment's packages without this checkout's own install (its metadata may still name
+    # an entry point): a fresh install of the wheel, as `pip install lws-conformance` leaves it
+    packages = Path(pytest.__file__).resolve().parent.parent
+    for entry in packages.iterdir():
+        if not entry.name.startswith(("lws_conformance", "__editable__")) and entry.suffix != ".pth":
+            (deps / entry.name).symlink_to(entry)
+    names = zipfile.ZipFile(wheel).namelist()
+    entry_points = next((n for n in names if n.endswith(".dist-info/entry_points.txt")), None)
+    assert entry_points is None or "pytest11" not in zipfile.ZipFile(wheel).read(entry_points).decode()
+    (work / "test_other.py").write_text(
+        "import sys\n\ndef test_nothing_of_the_harness_is_imported():\n"
+        "    loaded = [m for m in ('lws_conformance.plugin', 'kubernetes', 'chaoslib') if m in sys.modules]\n"
+        "    assert loaded == []\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(deps)])}
+    env.pop(resources.ENV, None)
+    env.pop("PYTEST_PLUGINS", None)
+
+    def pytest_(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-S", "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                              cwd=work, env=env, capture_output=True, text=True, timeout=300)
+
+    other = pytest_("test_other.py")
+    assert other.returncode == 0, other.stdout + other.stderr
+    asked = pytest_("-p", "lws_conformance.plugin", "test_other.py")
+    assert asked.returncode == 1 and "'lws_conformance.plugin'" in asked.stdout, asked.stdout + asked.stderr
+    options = pytest_("-p", "lws_conformance.plugin", "--help")
+    assert "--lwsc-kubeconfig" in options.stdout
+    suites = site / "lws_conformance" / "_data" / "suites"
+    keyword = pytest_(str(suites), "--collect-only", "-k", "LWS-NAME-001")  # requirement ids: the plugin's keywords
+    assert keyword.returncode == 0 and "test_objects_are_named" in keyword.stdout, keyword.stdout[-2000:]
+
+
+def _pins(text: str) -> dict[str, str]:
+    """{normalized name: version} of every `name==version` line."""
+    found = re.finditer(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)", text, re.M)
+    return {re.sub(r"[-_.]+", "-", m.group(1)).lower(): m.group(2) for m in found}
+
+
+def test_the_hash_lock_pins_what_constraints_pin_and_ships_in_the_sdist(tmp_path: Path) -> None:
+    lock = (ROOT / "requirements.lock").read_text()
+    in_lock, pinned = _pins(lock), _pins((ROOT / "constraints.txt").read_text())
+    assert in_lock and {name: pinned.get(name) for name in in_lock} == in_lock  # no version of its own
+    runtime = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.sub(r"[-_.]+", "-", re.split(r"[<>=!~ \[;]", d, maxsplit=1)[0]).lower() for d in runtime}
+    assert names <= set(in_lock), names - set(in_lock)
+    blocks = [b for b in re.split(r"\n(?=[A-Za-z0-9])", lock) if re.match(r"[A-Za-z0-9].*==", b)]
+    assert len(blocks) == len(in_lock) and all("--hash=sha256:" in b for b in blocks), "each pin carries its hashes"
+    assert "--find-links" not in lock and "--index-url" not in lock  # nothing of the machine that wrote it
+    with locked("wheel-build"):  # setuptools writes egg-info into the checkout: one build at a time
+        built = subprocess.run([sys.executable, "-m", "build", "--sdist", "-o", str(tmp_path), str(ROOT)],
+                               capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    (sdist,) = tmp_path.glob("lws_conformance-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        for name in ("constraints.txt", "requirements.lock"):
+            member = tar.extractfile(f"{top}/{name}")
+            assert member is not None and member.read().decode() == (ROOT / name).read_text(), name

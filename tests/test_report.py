@@ -79,7 +79,7 @@ def test_html_fallback_shows_requirements_and_inlines_timelines(tmp_path: Path) 
     }
     page = html.fallback(out, doc).read_text()
     assert "id='requirements'" in page and "LWS-A-001" in page and "<svg" in page
-    assert "href='https://github.com/x/y/blob/v1/a.go#L1'" in page and "<td>MUST</td>" in page
+    assert "href='https://github.com/x/y/blob/v1/a.go#L1'" in page and "</b><br>MUST<br>" in page
 
 
 def test_product_yaml_maps_gang_requirements_to_kar_0053() -> None:

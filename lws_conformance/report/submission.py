@@ -137,7 +137,9 @@ def _item_problems(req: dict[str, Any], item: dict[str, Any], base: Path | None)
     for link in evidence if isinstance(evidence, list) else []:
         local = isinstance(link, str) and link and not link.startswith(("http://", "https://"))
         if local and base is not None and not (base / link).is_file():
-            out.append(f"evidence file for '{rid}' not found: {link} (relative to {base})")
+            hint = (" (the CNCF validator looks a local evidence file up as a plain path next to PRODUCT.yaml: "
+                    "write it without file:// and #)") if link.startswith(product.FILE_REF) else ""
+            out.append(f"evidence file for '{rid}' not found: {link} (relative to {base}){hint}")
     return out
 
 
@@ -185,12 +187,15 @@ def merge(
     if evidence_from is not None and evidence_to is not None:
         dest = evidence_to / EVIDENCE_DIR
         dest.mkdir(parents=True, exist_ok=True)
-        copied = []
-        for name in evidence:
-            if (evidence_from / name).is_file():
+        copied: list[str] = []
+        for ref in evidence:
+            name = product.local_path(ref)
+            if name is None:
+                copied.append(ref)  # a link stays a link
+            elif (evidence_from / name).is_file():
                 shutil.copyfile(evidence_from / name, dest / Path(name).name)
                 copied.append(f"{EVIDENCE_DIR}/{Path(name).name}")
-        evidence = copied
+        evidence = list(dict.fromkeys(copied))
     target.update(status=run_item.get("status", ""), evidence=evidence, notes=run_item.get("notes", ""))
     return out
 

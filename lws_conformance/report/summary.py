@@ -51,6 +51,16 @@ class Row:
     detail: str = ""
     deviation: str = ""
     ran_on: list[str] = field(default_factory=list)
+    suite: str = ""  # suites/<suite>/ of its catalogued tests
+
+
+def suite_of(req: Requirement) -> str:
+    """The suite directory (suites/<suite>/) of a requirement's catalogued tests, or ""."""
+    for test in req.tests:
+        parts = test.split("/")
+        if len(parts) > 2 and parts[0] == "suites":
+            return parts[1]
+    return ""
 
 
 def build(
@@ -90,6 +100,7 @@ def _rows(reqs: dict[str, Requirement], results: list[TestResult], provider: str
                 detail=combined.detail[:1500],
                 deviation=combined.deviation,
                 ran_on=where,
+                suite=suite_of(req),
             )
         )
     return rows
@@ -112,6 +123,36 @@ def levels(rows: list[Row]) -> dict[str, dict[str, int]]:
         out.setdefault(r.level, {}).setdefault(r.verdict, 0)
         out[r.level][r.verdict] += 1
     return out
+
+
+def mode_text(meta: dict[str, Any]) -> str:
+    """ "certify, known deviations accepted (--accept-known-deviations)": how the run was gated."""
+    gate = meta.get("gate") or {}
+    words = [str(meta.get("mode") or "standard")]
+    if gate.get("accept_known_deviations"):
+        words.append("known deviations accepted (--accept-known-deviations)")
+    if gate.get("strict"):
+        words.append("strict (a listed deviation that no longer reproduces fails)")
+    if meta.get("shard"):
+        words.append(f"shard {meta['shard']}")
+    return ", ".join(words)
+
+
+def facts(meta: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a run's verdict is about, as summary.md and index.html state it under the conclusion."""
+    harness = meta.get("harness") or {}
+    versions = ", ".join(f"{k} {v}" for k, v in sorted((meta.get("versions") or {}).items()))
+    started, finished = str(meta.get("started") or ""), str(meta.get("finished") or "")
+    return [
+        ("mode", mode_text(meta)),
+        ("provider", str(meta.get("provider") or "not recorded")),
+        ("cluster", str(meta.get("cluster") or "not recorded")),
+        ("profile", str(meta.get("profile") or "not recorded")),
+        ("versions", versions or "not recorded"),
+        ("harness", f"lws-conformance {harness.get('version', '?')}, commit {harness.get('commit', '?')}"),
+        ("date", f"{started} to {finished}" if started and finished else started or finished or "not recorded"),
+        ("run", str(meta.get("run_id") or "")),
+    ]
 
 
 def _known_section(end: conclusion.Conclusion) -> list[str]:
@@ -139,6 +180,10 @@ def write(out: Path, rows: list[Row], meta: dict[str, Any]) -> None:
         f"# lws-conformance run {meta.get('run_id', '')}",
         "",
         f"**{end.line}** (exit {end.code})",
+        "",
+        "| run | |",
+        "|---|---|",
+        *[f"| {k} | {v} |" for k, v in facts(meta)],
         "",
         *_known_section(end),
         "| component | version |",

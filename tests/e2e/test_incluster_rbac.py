@@ -382,3 +382,57 @@ def test_the_jobs_results_outlive_it_and_not_finished_is_exit_5(
         ):
             with contextlib.suppress(ApiException):
                 delete()
+
+
+def _gone(read: Any) -> bool:
+    try:
+        read()
+    except ApiException as exc:
+        return exc.status == 404
+    return False
+
+
+@pytest.mark.exclusive("incluster-job")  # `lwsc launch` applies the cluster-scoped objects under their real names
+def test_delete_removes_everything_launch_installed(k8s: client.ApiClient, lwsc_cluster: ClusterHandle,
+                                                    run_id: str) -> None:
+    """`lwsc delete` leaves nothing of the runner: namespace (Job, pods, results ConfigMaps, Role),
+    ClusterRole and binding, admission policy and binding, all read back as 404 when it returns;
+    an unlabelled namespace of that name is refused with nothing deleted."""
+    ns = f"lwsc-del-{run_id}-{secrets.token_hex(2)}"
+    where = ["--kubeconfig", str(lwsc_cluster.kubeconfig), "--namespace", ns]
+    core, rbac = client.CoreV1Api(k8s), client.RbacAuthorizationV1Api(k8s)
+    admission = client.AdmissionregistrationV1Api(k8s)
+    reads = {
+        "Namespace": lambda: core.read_namespace(ns),
+        "ClusterRole": lambda: rbac.read_cluster_role(incluster.NAME),
+        "ClusterRoleBinding": lambda: rbac.read_cluster_role_binding(incluster.NAME),
+        "ValidatingAdmissionPolicy": lambda: admission.read_validating_admission_policy(incluster.NAME),
+        "ValidatingAdmissionPolicyBinding": lambda: admission.read_validating_admission_policy_binding(incluster.NAME),
+    }
+    try:
+        launched = _lwsc("launch", *where, "--", "--focus", "LWS-NAME-001")
+        assert launched.returncode == 0, launched.stderr
+        for doc in incluster.results_configmaps("r1", b"archive", {"exit-code": "0", "pod": "x"}, ns):
+            core.create_namespaced_config_map(ns, doc)  # type: ignore[arg-type]
+        assert not any(_gone(r) for r in reads.values())
+        deleted = _lwsc("delete", *where)
+        assert deleted.returncode == 0, deleted.stderr
+        assert deleted.stdout.startswith("deleted and gone in "), deleted.stdout
+        assert [k for k, r in reads.items() if not _gone(r)] == []
+        again = _lwsc("delete", *where)
+        assert again.returncode == 0 and "nothing of the in-cluster runner" in again.stderr, again.stderr
+
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))  # not the runner's
+        refused = _lwsc("delete", *where)
+        assert refused.returncode == 2 and "nothing was deleted" in refused.stderr, refused.stderr
+        assert not _gone(reads["Namespace"])
+    finally:
+        for delete in (
+            lambda: admission.delete_validating_admission_policy_binding(incluster.NAME),
+            lambda: admission.delete_validating_admission_policy(incluster.NAME),
+            lambda: rbac.delete_cluster_role_binding(incluster.NAME),
+            lambda: rbac.delete_cluster_role(incluster.NAME),
+            lambda: core.delete_namespace(ns),
+        ):
+            with contextlib.suppress(ApiException):
+                delete()

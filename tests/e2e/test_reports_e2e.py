@@ -111,6 +111,8 @@ def test_html_report_renders_in_headless_chromium(run_dir: Path, tmp_path: Path)
     url = (run_dir / "index.html").as_uri()
     dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
     assert 'id="requirements"' in dom and "LWS-NAME-001" in dom, dom[:2000]
+    line = json.loads((run_dir / "summary.json").read_text())["conclusion"]["line"]  # the process exited 0
+    assert f'<div id="conclusion" class="code-0">{line} <span class="exit">(exit 0)</span></div>' in dom
     assert "<svg" in dom, "the report must show a timeline picture"
     shot = run_dir / "report.png"
     subprocess.run(
