@@ -11,6 +11,7 @@ gate or a percentage surge that hangs the rollout all leave accelerators idle or
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -367,10 +368,12 @@ def test_percentage_max_surge_rollout_completes(scenario: Scenario, lwsc_cluster
     )
     # Kueue creates a surge group's Workload when LWS status.replicas exceeds spec.replicas
     # (filterWorkloads): from when the harness sees that, every Kueue reconcile of the LWS could.
-    scenario.wait_lws(
+    counted_lws = scenario.wait_lws(
         "ps", lambda o: (o.get("status") or {}).get("replicas", 0) > replicas, "status.replicas counts the surge group"
     )
-    counted = time.time()
+    # When the API server stored that status (its managedFields time, whole seconds), not when this
+    # harness saw it: on a loaded machine Kueue's reconcile of the same update can precede our read.
+    counted = _status_written(counted_lws) or time.time()
     surge = workloads.lws_workload_name("ps", uid, replicas)
     admitted = _wl_named(surge, K.admitted)
     try:
@@ -452,6 +455,16 @@ def test_lws_without_queue_name_is_not_managed_by_default(scenario: Scenario, lw
         problems.append(f"Kueue created Workloads {[w['metadata']['name'] for w in listing['items']]}")
     if problems:
         raise Failures(problems)
+
+
+def _status_written(lws: Obj) -> float | None:
+    """The start of the second in which the API server last stored `lws`'s status (the latest
+    managedFields entry of the status subresource), or None when no entry says so."""
+    times = [
+        f["time"] for f in (lws.get("metadata") or {}).get("managedFields") or []
+        if f.get("subresource") == "status" and f.get("time")
+    ]
+    return max(datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() for t in times) if times else None
 
 
 def _surge_workload_exists(scenario: Scenario, uid: str, surge: str) -> bool:
