@@ -1,0 +1,357 @@
+"""The pure parts of the real-regression benchmark: the manifest of upstream fixes, the result of
+a run against one of them, `--list`, results.md and the tables the docs show.
+
+A fix is a bug-fix commit of LWS (v0.3.0..v0.9.0) or Kueue (v0.10.0..v0.17.0); its patch puts the
+pre-fix behaviour back into the pinned source (the reverse diff of the fix where it applies, the
+same logic adapted where the code moved since). A run compares each requirement's verdict with
+the pinned run's (the coverage runs' verdicts, as the mutation benchmark does), through
+mutlib.classify: a requirement red here and not there detects the bug.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+COMPONENTS = ("lws", "kueue")
+# status of a fix with a result; a fix without one is "not run"
+DETECTED = ("detected-must", "detected-should", "detected-error")
+JUDGED = (*DETECTED, "missed")
+NOT_OBSERVABLE = "not-observable"
+BROKEN = ("patch-failed", "build-failed", "no-result")
+STATUSES = (*JUDGED, NOT_OBSERVABLE, *BROKEN)
+NOT_RUN = "not run"
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_URL = re.compile(r"^https://github\.com/kubernetes-sigs/(lws|kueue)/(pull|issues)/\d+$")
+HOW = ("reverse", "adapted")
+
+
+class ManifestError(ValueError):
+    """The manifest names something wrong: the message says which entry and what to fix."""
+
+
+@dataclass(frozen=True)
+class Fix:
+    id: str  # <component>-<short sha>
+    component: str
+    commit: str  # the upstream fix commit (40 hex digits)
+    date: str  # its commit date, YYYY-MM-DD
+    title: str  # its subject
+    upstream: tuple[str, ...]  # PR / issue URLs
+    patch: Path
+    bug: str  # the behaviour the patch puts back, one sentence
+    how: str  # reverse (the fix's reverse diff) | adapted (the same logic where the code moved)
+    adapted: str = ""  # for `adapted`: what moved and how the patch follows it
+    expect: tuple[str, ...] = ()  # requirements that could see it (the expectation, before a run)
+    focus: str | None = None  # pytest -k expression of the suites that could see it
+    not_observable: str = ""  # why no suite of the harness can see it here (recorded without a run)
+    full: bool = False  # in the sample that also gets a full run
+
+    @property
+    def short(self) -> str:
+        return self.commit[:10] if self.component == "kueue" else self.commit[:7]
+
+    def focus_expr(self) -> str | None:
+        return self.focus or (" or ".join(self.expect) if self.expect else None)
+
+    def packages(self) -> list[str]:
+        """The Go package directories the patch changes (compiled before a run)."""
+        dirs = []
+        for line in self.patch.read_text().splitlines():
+            if line.startswith("+++ b/") and line.endswith(".go"):
+                d = str(Path(line[6:]).parent)
+                if d not in dirs:
+                    dirs.append(d)
+        return dirs
+
+
+def _words(x: object) -> str:
+    return " ".join(str(x or "").split())
+
+
+def load_manifest(
+    path: Path, known_requirements: Iterable[str] | None = None
+) -> tuple[dict[str, dict[str, str]], list[Fix]]:
+    """(modules, fixes) of manifest.yaml; ManifestError naming the entry and the field when wrong."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{path} does not parse: {str(exc).splitlines()[0]}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("fixes"), list):
+        raise ManifestError(f"{path}: needs `modules:` and a list `fixes:`")
+    modules = doc.get("modules") or {}
+    if set(modules) != set(COMPONENTS):
+        raise ManifestError(f"{path}: modules must name exactly {', '.join(COMPONENTS)} (module, version)")
+    known = set(known_requirements) if known_requirements is not None else None
+    fixes: list[Fix] = []
+    for k, raw in enumerate(doc["fixes"], start=1):
+        where = f"{path.name}: fix #{k} ({raw.get('id', 'no id') if isinstance(raw, dict) else raw!r})"
+        if not isinstance(raw, dict):
+            raise ManifestError(f"{where}: not a mapping")
+        missing = [
+            f
+            for f in ("id", "component", "commit", "date", "title", "upstream", "patch", "bug", "how")
+            if not raw.get(f)
+        ]
+        if missing:
+            raise ManifestError(f"{where}: missing {', '.join(missing)}")
+        comp, commit = str(raw["component"]), str(raw["commit"])
+        if comp not in COMPONENTS:
+            raise ManifestError(f"{where}: component must be one of {', '.join(COMPONENTS)}")
+        if not _SHA.match(commit):
+            raise ManifestError(f"{where}: commit must be the full 40-hex-digit sha")
+        want = f"{comp}-{commit[: 10 if comp == 'kueue' else 7]}"
+        if raw["id"] != want:
+            raise ManifestError(f"{where}: id must be {want} (<component>-<short sha>)")
+        if raw["how"] not in HOW:
+            raise ManifestError(f"{where}: how must be one of {', '.join(HOW)}")
+        if raw["how"] == "adapted" and not raw.get("adapted"):
+            raise ManifestError(f"{where}: how: adapted needs `adapted:` (what moved, how the patch follows it)")
+        upstream = tuple(str(u) for u in (raw["upstream"] if isinstance(raw["upstream"], list) else [raw["upstream"]]))
+        bad = [u for u in upstream if not _URL.match(u)]
+        if bad:
+            raise ManifestError(f"{where}: upstream {bad[0]!r} is no kubernetes-sigs lws/kueue PR or issue URL")
+        if not re.match(r"^\d{4}-\d{2}-\d{2}$", str(raw["date"])):
+            raise ManifestError(f"{where}: date must be YYYY-MM-DD")
+        patch = (path.parent / str(raw["patch"])).resolve()
+        if not patch.is_file():
+            raise ManifestError(f"{where}: no patch file {raw['patch']}")
+        expect = tuple(str(r) for r in raw.get("expect") or ())
+        if known is not None:
+            unknown = [r for r in expect if r not in known]
+            if unknown:
+                raise ManifestError(f"{where}: expect names unknown requirements {unknown}")
+        if not expect and not raw.get("not_observable"):
+            raise ManifestError(
+                f"{where}: give `expect:` (requirements that could see it) or `not_observable:` (why none)"
+            )
+        fixes.append(
+            Fix(
+                id=str(raw["id"]),
+                component=comp,
+                commit=commit,
+                date=str(raw["date"]),
+                title=_words(raw["title"]),
+                upstream=upstream,
+                patch=patch,
+                bug=_words(raw["bug"]),
+                how=str(raw["how"]),
+                adapted=_words(raw.get("adapted")),
+                expect=expect,
+                focus=_words(raw.get("focus")) or None,
+                not_observable=_words(raw.get("not_observable")),
+                full=bool(raw.get("full")),
+            )
+        )
+    ids = [f.id for f in fixes]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ManifestError(f"{path.name}: duplicate fix ids {dup}")
+    return modules, fixes
+
+
+# -- results ------------------------------------------------------------------------------------
+@dataclass
+class Result:
+    id: str
+    status: str
+    mode: str = ""  # focused (the manifest's focus) | full (every suite)
+    focus: str | None = None
+    red: dict[str, str] = field(default_factory=dict)  # requirement -> its verdict, red here and not in the baseline
+    levels: dict[str, str] = field(default_factory=dict)  # requirement -> MUST / SHOULD
+    details: dict[str, str] = field(default_factory=dict)
+    expected_hit: list[str] = field(default_factory=list)
+    note: str = ""
+    seconds: float = 0.0
+    exit_code: int | None = None
+    reports: str = ""
+    recorded: str = ""  # when (ISO time)
+    commit: str = ""  # the harness's commit the run used
+
+
+def status_of(classified: str) -> str:
+    """mutlib.classify's status of a run, in this benchmark's words."""
+    return {"killed-must": "detected-must", "killed-should": "detected-should", "killed-error": "detected-error"}.get(
+        classified, "missed"
+    )
+
+
+def record(
+    fix: Fix, classified: str, red: dict[str, str], levels: dict[str, str], details: dict[str, str], **extra: Any
+) -> Result:
+    """The result of one run of `fix`, from mutlib.classify's (status, red requirements)."""
+    return Result(
+        id=fix.id,
+        status=status_of(classified),
+        red=dict(red),
+        levels={r: levels.get(r, "MUST") for r in red},
+        details={r: details.get(r, "") for r in red},
+        expected_hit=[r for r in red if r in fix.expect],
+        **extra,
+    )
+
+
+def result_from(raw: dict[str, Any]) -> Result:
+    return Result(**{k: v for k, v in raw.items() if k in Result.__dataclass_fields__})
+
+
+def by_level(r: Result) -> str:
+    """'LWS-X-001 failed (MUST), ...' — what detected it, with the level."""
+    return ", ".join(f"{rid} {v} ({r.levels.get(rid, '?')})" for rid, v in r.red.items()) or "—"
+
+
+def result_text(r: Result | None) -> str:
+    if r is None:
+        return NOT_RUN
+    if r.status in DETECTED:
+        return f"{r.status} by {by_level(r)}"
+    if r.status == NOT_OBSERVABLE:
+        return f"{r.status}: {r.note}"
+    if r.status in BROKEN:
+        return f"{r.status}: {r.note}"
+    return f"missed ({r.mode} run{': ' + r.note if r.note else ''})"
+
+
+def list_lines(fixes: list[Fix], results: dict[str, Result], root: Path) -> list[str]:
+    """`run --list`: each fix, its patch and its recorded result (or 'not run')."""
+    out = []
+    for f in fixes:
+        patch = f.patch.relative_to(root) if f.patch.is_relative_to(root) else f.patch
+        out.append(f"{f.id:<17} {f.date} {f.how:<7} {f.title}")
+        out.append(f"{'':<17} patch {patch}; {', '.join(f.upstream)}")
+        out.append(f"{'':<17} expect {', '.join(f.expect) or '—'}; result: {result_text(results.get(f.id))}")
+    return out
+
+
+def counts(fixes: list[Fix], results: dict[str, Result]) -> dict[str, int]:
+    rs = [results[f.id] for f in fixes if f.id in results]
+    return {
+        "fixes": len(fixes),
+        "detected": sum(r.status in DETECTED for r in rs),
+        "detected_must": sum(r.status == "detected-must" for r in rs),
+        "detected_should": sum(r.status == "detected-should" for r in rs),
+        "detected_error": sum(r.status == "detected-error" for r in rs),
+        "missed": sum(r.status == "missed" for r in rs),
+        "not_observable": sum(r.status == NOT_OBSERVABLE for r in rs),
+        "broken": sum(r.status in BROKEN for r in rs),
+        "not_run": len(fixes) - len(rs),
+    }
+
+
+def headline(c: dict[str, int]) -> str:
+    judged = c["detected"] + c["missed"]
+    return (
+        f"{c['detected']} of {judged} real upstream regressions detected "
+        f"({c['detected_must']} by a MUST, {c['detected_should']} by a SHOULD only, "
+        f"{c['detected_error']} as an error); "
+        f"{c['not_observable']} not observable here, {c['not_run']} of {c['fixes']} not run yet"
+    )
+
+
+def _cell(s: str) -> str:
+    return s.replace("|", "\\|")
+
+
+def table(fixes: list[Fix], results: dict[str, Result], link_prefix: str = "") -> list[str]:
+    """One row per fix: upstream commit and PR, date, what the patch puts back, expectation, result."""
+    lines = [
+        "| fix | upstream | date | bug put back (patch) | could be seen by | result |",
+        "|---|---|---|---|---|---|",
+    ]
+    for f in fixes:
+        refs = ", ".join(f"[#{u.rsplit('/', 1)[1]}]({u})" for u in f.upstream)
+        patch = f"[{'reverse diff' if f.how == 'reverse' else 'adapted'}]({link_prefix}patches/{f.patch.name})"
+        lines.append(
+            f"| {f.id} | {_cell(f.title)} ({refs}) | {f.date} | {_cell(f.bug)} ({patch}) | "
+            f"{', '.join(f.expect) or '—'} | {_cell(result_text(results.get(f.id)))} |"
+        )
+    return lines
+
+
+def markdown(doc: dict[str, Any], fixes: list[Fix], results: dict[str, Result], post_pin: list[dict[str, str]]) -> str:
+    c = counts(fixes, results)
+    lines = [
+        "# Real-regression benchmark results",
+        "",
+        f"Bug-fix commits of LWS ({doc.get('ranges', {}).get('lws', '')}) and Kueue "
+        f"({doc.get('ranges', {}).get('kueue', '')}) on the paths the harness covers, each put back "
+        f"into the pinned source ({doc.get('pinned', '')}) by a patch of `patches/`, built through "
+        "`sources.<component>` and run against the suites that could see it. A fix is **detected** when "
+        "a requirement is failed / warning / error in its run and not red in the pinned run "
+        f"(the baseline: `{doc.get('baseline', '')}`).",
+        "",
+        f"**{headline(c)}.**",
+        "",
+        f"Runs: {doc.get('machine', 'not recorded')}, harness commit {doc.get('commit', '?')}, "
+        f"updated {doc.get('updated', 'never')}.",
+        "",
+        *table(fixes, results),
+    ]
+    adapted = [f for f in fixes if f.how == "adapted"]
+    if adapted:
+        lines += ["", "## Adapted patches", ""]
+        lines += [f"- **{f.id}**: {f.adapted}" for f in adapted]
+    missed = [f for f in fixes if f.id in results and results[f.id].status in ("missed", NOT_OBSERVABLE)]
+    if missed:
+        lines += ["", "## Missed or not observable, and why", ""]
+        for f in missed:
+            r = results[f.id]
+            why = f.not_observable or r.note or "not analysed yet"
+            lines.append(f"- **{f.id}** ({r.status}): {why}")
+    red = [(f, results[f.id]) for f in fixes if f.id in results and results[f.id].red]
+    if red:
+        lines += ["", "## What went red", ""]
+        for f, r in red:
+            for rid, v in r.red.items():
+                lines.append(f"- {f.id} {rid} {v} ({r.levels.get(rid, '?')}): {r.details.get(rid, '')}".rstrip(": "))
+    lines += ["", "## Bugs fixed after the pinned versions that the pinned run shows", ""]
+    lines += post_pin_lines(post_pin)
+    return "\n".join(lines) + "\n"
+
+
+def post_pin_lines(post_pin: list[dict[str, str]]) -> list[str]:
+    if not post_pin:
+        return ["None listed."]
+    out = [
+        "Known deviations of `fixtures/known-deviations.yaml` that affect the pinned versions and are fixed "
+        "upstream after them: the pinned run reports each as `known-deviation` (its whole symptom matched).",
+        "",
+        "| deviation | requirement | component | fixed in | upstream |",
+        "|---|---|---|---|---|",
+    ]
+    for d in post_pin:
+        out.append(
+            f"| {d['id']} | {d['requirement']} | {d['component']} | {_cell(d['fixed'])} | {_cell(d['upstream'])} |"
+        )
+    return out
+
+
+def post_pin_fixed(deviations: Iterable[Any], pinned: dict[str, str]) -> list[dict[str, str]]:
+    """The known deviations the pinned versions show and an upstream fix after them removes (a
+    release `fixed`, or a merged PR on main), one row each."""
+    out = []
+    for d in deviations:
+        if not d.affects(pinned):
+            continue
+        main = str(d.fixed_on_main or "")
+        if d.fixed:
+            where = ", ".join(d.fixed)
+        elif main.startswith("https://"):
+            where = "main: " + main
+        else:
+            continue
+        out.append(
+            {
+                "id": d.id,
+                "requirement": d.requirement,
+                "component": d.component,
+                "fixed": where,
+                "upstream": ", ".join(d.upstream) or d.report,
+            }
+        )
+    return out
