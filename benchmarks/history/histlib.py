@@ -257,20 +257,57 @@ def _cell(s: str) -> str:
     return s.replace("|", "\\|")
 
 
-def table(fixes: list[Fix], results: dict[str, Result], link_prefix: str = "") -> list[str]:
+def fix_rows(fixes: list[Fix], results: dict[str, Result]) -> list[dict[str, Any]]:
+    """What the tables show of each fix (kept in results.json, so the docs render from it alone)."""
+    return [
+        {
+            "id": f.id,
+            "component": f.component,
+            "commit": f.commit,
+            "title": f.title,
+            "upstream": list(f.upstream),
+            "date": f.date,
+            "bug": f.bug,
+            "how": f.how,
+            "patch": f.patch.name,
+            "expect": list(f.expect),
+            "status": results[f.id].status if f.id in results else NOT_RUN,
+            "result": result_text(results.get(f.id)),
+        }
+        for f in fixes
+    ]
+
+
+def table(rows: list[dict[str, Any]], patch_dir: str = "patches/") -> list[str]:
     """One row per fix: upstream commit and PR, date, what the patch puts back, expectation, result."""
     lines = [
         "| fix | upstream | date | bug put back (patch) | could be seen by | result |",
         "|---|---|---|---|---|---|",
     ]
-    for f in fixes:
-        refs = ", ".join(f"[#{u.rsplit('/', 1)[1]}]({u})" for u in f.upstream)
-        patch = f"[{'reverse diff' if f.how == 'reverse' else 'adapted'}]({link_prefix}patches/{f.patch.name})"
+    for r in rows:
+        refs = ", ".join(f"[#{u.rsplit('/', 1)[1]}]({u})" for u in r["upstream"])
+        kind = "reverse diff" if r["how"] == "reverse" else "adapted"
+        commit = f"[{r['commit'][:10]}](https://github.com/kubernetes-sigs/{r['component']}/commit/{r['commit']})"
         lines.append(
-            f"| {f.id} | {_cell(f.title)} ({refs}) | {f.date} | {_cell(f.bug)} ({patch}) | "
-            f"{', '.join(f.expect) or '—'} | {_cell(result_text(results.get(f.id)))} |"
+            f"| {r['id']} | {_cell(r['title'])} ({refs}; {commit}) | {r['date']} | {_cell(r['bug'])} "
+            f"([{kind}]({patch_dir}{r['patch']})) | {', '.join(r['expect']) or '—'} | {_cell(r['result'])} |"
         )
     return lines
+
+
+def docs_block(doc: dict[str, Any], patch_dir: str) -> str:
+    """The docs' table (scripts/render-figures), from results.json alone."""
+    lines = [
+        f"**{doc['headline']}** ({doc.get('pinned', '')}; harness commit {doc.get('commit', '?')}, "
+        f"{doc.get('machine', 'not recorded')}, updated {doc.get('updated', 'never')}).",
+        "",
+        *table(doc.get("fixes") or [], patch_dir),
+        "",
+        "Bugs fixed after the pinned versions that the pinned run shows:",
+        "",
+        *post_pin_lines(doc.get("post_pin") or []),
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def markdown(doc: dict[str, Any], fixes: list[Fix], results: dict[str, Result], post_pin: list[dict[str, str]]) -> str:
@@ -290,7 +327,7 @@ def markdown(doc: dict[str, Any], fixes: list[Fix], results: dict[str, Result], 
         f"Runs: {doc.get('machine', 'not recorded')}, harness commit {doc.get('commit', '?')}, "
         f"updated {doc.get('updated', 'never')}.",
         "",
-        *table(fixes, results),
+        *table(fix_rows(fixes, results)),
     ]
     adapted = [f for f in fixes if f.how == "adapted"]
     if adapted:
