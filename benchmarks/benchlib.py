@@ -44,7 +44,7 @@ def compiles(tree: Path, package: str) -> tuple[bool, str]:
     env = {**os.environ, "GOFLAGS": "-buildvcs=false -mod=mod", "CGO_ENABLED": "0", "GOWORK": "off"}
     # -trimpath and CGO_ENABLED=0 as lwsc builds: the dependencies come from the same build cache.
     proc = subprocess.run(
-        ["go", "build", "-trimpath", "./" + package.removeprefix("./")],
+        ["go", "build", "-trimpath", "-o", os.devnull, "./" + package.removeprefix("./")],
         cwd=tree,
         capture_output=True,
         text=True,

@@ -194,6 +194,7 @@ def test_post_pin_lists_deviations_the_pinned_versions_show_and_a_fix_removes() 
         def __init__(self, id: str, component: str, fixed: tuple[str, ...], main: str, affects: bool) -> None:
             self.id, self.component, self.fixed, self.fixed_on_main = id, component, fixed, main
             self.requirement, self.upstream, self.report, self._affects = "R-1", ("https://x/1",), "", affects
+            self.kind = "deterministic"
 
         def affects(self, versions: dict[str, str]) -> bool:
             return self._affects
