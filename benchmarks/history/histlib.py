@@ -50,6 +50,7 @@ class Fix:
     expect: tuple[str, ...] = ()  # requirements that could see it (the expectation, before a run)
     focus: str | None = None  # pytest -k expression of the suites that could see it
     not_observable: str = ""  # why no suite of the harness can see it here (recorded without a run)
+    missed_reason: str = ""  # after a run that missed it: why (what would see it)
     full: bool = False  # in the sample that also gets a full run
 
     @property
@@ -145,6 +146,7 @@ def load_manifest(
                 expect=expect,
                 focus=_words(raw.get("focus")) or None,
                 not_observable=_words(raw.get("not_observable")),
+                missed_reason=_words(raw.get("missed_reason")),
                 full=bool(raw.get("full")),
             )
         )
@@ -338,7 +340,7 @@ def markdown(doc: dict[str, Any], fixes: list[Fix], results: dict[str, Result], 
         lines += ["", "## Missed or not observable, and why", ""]
         for f in missed:
             r = results[f.id]
-            why = f.not_observable or r.note or "not analysed yet"
+            why = f.missed_reason or f.not_observable or r.note or "not analysed yet (add `missed_reason`)"
             lines.append(f"- **{f.id}** ({r.status}): {why}")
     red = [(f, results[f.id]) for f in fixes if f.id in results and results[f.id].red]
     if red:
