@@ -150,7 +150,17 @@ def test_record_should_only_and_missed() -> None:
     missed = histlib.record(fix, *mutlib.classify({"A": "passed", "B": "passed"}, {}, levels), levels, {}, mode="full")
     assert (missed.status, missed.red) == ("missed", {})
     assert histlib.result_text(missed) == "missed (full run)"
-    assert histlib.status_of("killed-error") == "detected-error"
+    assert histlib.status_of("killed-error") == "inconclusive"
+    errors = histlib.record(
+        fix, *mutlib.classify({"B": "error"}, {}, levels), levels, {"B": "not built"}, mode="focused"
+    )
+    assert (errors.status, errors.red) == ("inconclusive", {"B": "error"})  # the harness could not tell: no detection
+    assert errors.note == "only error verdicts (1): not built"
+    assert histlib.counts([fix], {fix.id: errors})["detected"] == 0
+    died = histlib.Result(id=fix.id, status="detected-error", red={"bring-up": "error"}, levels={"bring-up": "—"})
+    assert histlib.reclassify(died).status == "detected-error"  # the patched controller died at bring-up
+    stale = histlib.Result(id=fix.id, status="detected-error", red={"B": "error"}, levels={"B": "MUST"})
+    assert histlib.reclassify(stale).status == "inconclusive"  # a record of the older rule, read again
 
 
 def test_list_shows_each_fix_its_patch_and_result_or_not_run(tmp_path: Path) -> None:

@@ -20,10 +20,12 @@ import yaml
 
 COMPONENTS = ("lws", "kueue")
 # status of a fix with a result; a fix without one is "not run"
+# detected-error: the patched controller exited while the cluster came up (the bring-up saw it die)
 DETECTED = ("detected-must", "detected-should", "detected-error")
 JUDGED = (*DETECTED, "missed")
 NOT_OBSERVABLE = "not-observable"
-BROKEN = ("patch-failed", "build-failed", "no-result")
+# inconclusive: what went red is only `error` (the harness could not tell): no verdict, as no-result
+BROKEN = ("patch-failed", "build-failed", "no-result", "inconclusive")
 STATUSES = (*JUDGED, NOT_OBSERVABLE, *BROKEN)
 NOT_RUN = "not run"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -177,17 +179,34 @@ class Result:
 
 
 def status_of(classified: str) -> str:
-    """mutlib.classify's status of a run, in this benchmark's words."""
-    return {"killed-must": "detected-must", "killed-should": "detected-should", "killed-error": "detected-error"}.get(
+    """mutlib.classify's status of a run, in this benchmark's words. A run whose only red verdicts
+    are `error` says the harness could not tell: inconclusive, neither detected nor missed."""
+    return {"killed-must": "detected-must", "killed-should": "detected-should", "killed-error": "inconclusive"}.get(
         classified, "missed"
     )
+
+
+def reclassify(r: Result) -> Result:
+    """A recorded run's status from its red verdicts and their levels, by the rules above (the
+    bring-up's own error, the patched controller dying, stays detected-error)."""
+    if not r.red or "bring-up" in r.red or r.status not in (*JUDGED, "inconclusive"):
+        return r
+    if any(v == "failed" and r.levels.get(k) == "MUST" for k, v in r.red.items()):
+        r.status = "detected-must"
+    elif any(v in ("warning", "failed") for v in r.red.values()):
+        r.status = "detected-should"
+    else:
+        r.status = "inconclusive"
+        first = next(iter(r.details.values()), "")
+        r.note = r.note or f"only error verdicts ({len(r.red)}): {first}"[:300]
+    return r
 
 
 def record(
     fix: Fix, classified: str, red: dict[str, str], levels: dict[str, str], details: dict[str, str], **extra: Any
 ) -> Result:
     """The result of one run of `fix`, from mutlib.classify's (status, red requirements)."""
-    return Result(
+    res = Result(
         id=fix.id,
         status=status_of(classified),
         red=dict(red),
@@ -196,6 +215,7 @@ def record(
         expected_hit=[r for r in red if r in fix.expect],
         **extra,
     )
+    return reclassify(res)
 
 
 def result_from(raw: dict[str, Any]) -> Result:
@@ -214,6 +234,8 @@ def result_text(r: Result | None) -> str:
         return f"{r.status} by {by_level(r)}"
     if r.status == NOT_OBSERVABLE:
         return f"{r.status}: {r.note}"
+    if r.status == "inconclusive":
+        return f"inconclusive ({r.mode} run; only error verdicts: {', '.join(r.red)}): {r.note}"
     if r.status in BROKEN:
         return f"{r.status}: {r.note}"
     return f"missed ({r.mode} run{': ' + r.note if r.note else ''})"
@@ -241,6 +263,7 @@ def counts(fixes: list[Fix], results: dict[str, Result]) -> dict[str, int]:
         "missed": sum(r.status == "missed" for r in rs),
         "not_observable": sum(r.status == NOT_OBSERVABLE for r in rs),
         "broken": sum(r.status in BROKEN for r in rs),
+        "inconclusive": sum(r.status == "inconclusive" for r in rs),
         "not_run": len(fixes) - len(rs),
     }
 
@@ -250,8 +273,9 @@ def headline(c: dict[str, int]) -> str:
     return (
         f"{c['detected']} of {judged} real upstream regressions detected "
         f"({c['detected_must']} by a MUST, {c['detected_should']} by a SHOULD only, "
-        f"{c['detected_error']} as an error); "
-        f"{c['not_observable']} not observable here, {c['not_run']} of {c['fixes']} not run yet"
+        f"{c['detected_error']} by the patched controller dying at bring-up); "
+        f"{c['not_observable']} not observable here, {c['broken']} without a verdict, "
+        f"{c['not_run']} of {c['fixes']} not run yet"
     )
 
 
