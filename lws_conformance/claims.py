@@ -190,7 +190,7 @@ def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
             if rid not in unclaimed:
                 continue  # this case of the test claims other requirements; another case claims this one
             r, e, m, f = "error", "UnclaimedRequirement", unclaimed[rid], None
-        if r == "failed" and broken:
+        if r in ("failed", "error") and broken:  # name the dead component, whatever the failure looked like
             r, e, m = "error", "InfraError", f"{broken}\n\n{m}"
         out[rid] = verdicts.classify(rid, reqs[rid].level, r, m, e, versions, deviations.default(), item.nodeid, f)
     return out

@@ -115,7 +115,7 @@ def test_manifest_loads_fixes_with_their_fields(tmp_path: Path) -> None:
 )
 def test_manifest_refuses_a_wrong_entry_naming_it(tmp_path: Path, edit: tuple[str, str], says: str) -> None:
     path = _manifest(tmp_path, LWS_FIX.replace(*edit))
-    with pytest.raises(histlib.ManifestError, match="fix #1 .*" + re.escape(says)):
+    with pytest.raises(histlib.ManifestError, match="entry 1 .*" + re.escape(says)):
         histlib.load_manifest(path, {"LWS-STATUS-004", "ROLL-FAULT-003"})
 
 

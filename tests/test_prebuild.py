@@ -17,7 +17,7 @@ from lws_conformance import prebuild, resources, selection
 from lws_conformance.errors import InfraError
 from lws_conformance.profile import load_profile
 from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.toolchain import ensure_binaries
+from lws_conformance.toolchain import cache, ensure_binaries
 from lws_conformance.toolchain.gobuild import NO_BUILD_ENV, build
 
 
@@ -68,6 +68,23 @@ def test_a_forbidden_build_is_an_error_at_once_naming_the_build_and_its_log(
         build("kind", "v0.33.0", None, lambda _m: None)
     assert time.monotonic() - started < 5
     assert not (tmp_path / "cache" / "bin").exists(), "nothing may be built"
+
+
+def test_inside_a_run_a_directory_source_uses_the_build_made_before_pytest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory source (a mutant, a pull request's tree) is brought up to date by every build
+    outside a run; inside one, its build made before pytest started is used as it is, never
+    refused as "not built" (the upgrade failure proof and the history benchmark's restart tests)."""
+    monkeypatch.setenv("LWSC_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "lws-tree"
+    src.mkdir()
+    out = cache.bin_dir("lws", "v0.9.0", str(src))
+    out.mkdir(parents=True)
+    (out / "lws").write_bytes(b"\x7fELF built before pytest")
+    monkeypatch.setattr(cache, "damaged", lambda _out, _bins: None)
+    monkeypatch.setenv(NO_BUILD_ENV, "1")
+    assert build("lws", "v0.9.0", str(src), lambda _m: None) == out
 
 
 def test_an_upgrade_test_without_its_start_version_errors_at_once(tmp_path: Path) -> None:

@@ -93,7 +93,7 @@ def load_manifest(
     known = set(known_requirements) if known_requirements is not None else None
     fixes: list[Fix] = []
     for k, raw in enumerate(doc["fixes"], start=1):
-        where = f"{path.name}: fix #{k} ({raw.get('id', 'no id') if isinstance(raw, dict) else raw!r})"
+        where = f"{path.name}: entry {k} ({raw.get('id', 'no id') if isinstance(raw, dict) else raw!r})"
         if not isinstance(raw, dict):
             raise ManifestError(f"{where}: not a mapping")
         missing = [
@@ -311,7 +311,7 @@ def table(rows: list[dict[str, Any]], patch_dir: str = "patches/") -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
-        refs = ", ".join(f"[#{u.rsplit('/', 1)[1]}]({u})" for u in r["upstream"])
+        refs = ", ".join(f"[{u.split('/')[-3]}#{u.rsplit('/', 1)[1]}]({u})" for u in r["upstream"])
         kind = "reverse diff" if r["how"] == "reverse" else "adapted"
         commit = f"[{r['commit'][:10]}](https://github.com/kubernetes-sigs/{r['component']}/commit/{r['commit']})"
         lines.append(
