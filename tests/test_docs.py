@@ -1,5 +1,6 @@
-"""The docs: figures rendered from the results files cannot drift, and every relative link resolves
-(to an existing file and, for a Markdown page, to one of its headings).
+"""The docs: figures rendered from the results files cannot drift, every relative link of README.md
+and docs/ resolves (to an existing file and, for a Markdown page, to one of its headings), and the
+README stays a user's page (details live in docs/).
 
 `scripts/render-figures` writes the tables between `<!-- figures:NAME -->` markers of README.md and
 docs/*.md from benchmarks/results/*.json and benchmarks/mutants/results*.json. Here it renders into
@@ -19,6 +20,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RENDERER = ROOT / "scripts" / "render-figures"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# Every Markdown page whose links are checked: README.md and docs/ with its sub-folders.
+LINKED_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+README_MAX_LINES = 250
 MARKER = re.compile(r"<!-- (/?)figures:([\w-]+) -->")
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
@@ -76,8 +80,36 @@ def test_a_changed_results_file_shows_as_a_stale_block(tmp_path: Path) -> None:
     assert page.read_text(encoding="utf-8") == text
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_readme_is_a_users_page() -> None:
+    lines = len((ROOT / "README.md").read_text(encoding="utf-8").splitlines())
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines (at most {README_MAX_LINES}): move details to a page of docs/ and link it"
+    )
+
+
+def test_link_pages_cover_the_docs_sub_folders() -> None:
+    assert any(p.parent.name == "upstream" for p in LINKED_PAGES)
+
+
+@pytest.mark.parametrize("page", LINKED_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_point_to_existing_files(page: Path) -> None:
+    broken = broken_links(page)
+    assert not broken, f"{page.relative_to(ROOT)}: broken links: {broken}"
+
+
+def test_a_broken_link_is_found(tmp_path: Path) -> None:
+    """The check can fail: a missing file, and a missing heading of an existing page."""
+    (tmp_path / "other.md").write_text("# A heading\n", encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Page\n[ok](other.md#a-heading) [gone](missing.md) [anchor](other.md#no-such) [web](https://x.y/z)\n"
+        "```\n[in code](nowhere.md)\n```\n",
+        encoding="utf-8",
+    )
+    assert broken_links(page) == ["missing.md", "other.md#no-such (no such heading)"]
+
+
+def broken_links(page: Path) -> list[str]:
     text = page.read_text(encoding="utf-8")
     text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks hold commands, not links
     broken = []
@@ -90,7 +122,7 @@ def test_relative_links_point_to_existing_files(page: Path) -> None:
             broken.append(target)
         elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
             broken.append(f"{target} (no such heading)")
-    assert not broken, f"{page.relative_to(ROOT)}: broken links: {broken}"
+    return broken
 
 
 def _anchors(page: Path) -> set[str]:
