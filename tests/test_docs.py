@@ -87,6 +87,24 @@ def test_the_readme_is_a_users_page() -> None:
     )
 
 
+COUNTS = re.compile(r"(\d+) requirements[:( ]+\**(\d+) MUST, (\d+) SHOULD")
+
+
+def test_the_stated_requirement_counts_are_the_catalogue_s() -> None:
+    from lws_conformance import catalogue
+
+    levels = [r.level for r in catalogue.load().values()]
+    want = (len(levels), levels.count("MUST"), levels.count("SHOULD"))
+    stated = [
+        (str(page.relative_to(ROOT)), tuple(int(n) for n in m))
+        for page in LINKED_PAGES
+        for m in COUNTS.findall(page.read_text(encoding="utf-8"))
+    ]
+    assert any(page == "README.md" for page, _ in stated)
+    wrong = [(page, counts) for page, counts in stated if counts != want]
+    assert not wrong, f"requirement counts (all, MUST, SHOULD) {wrong}; the catalogue has {want}"
+
+
 def test_link_pages_cover_the_docs_sub_folders() -> None:
     assert any(p.parent.name == "upstream" for p in LINKED_PAGES)
 
