@@ -105,6 +105,44 @@ def test_the_stated_requirement_counts_are_the_catalogue_s() -> None:
     assert not wrong, f"requirement counts (all, MUST, SHOULD) {wrong}; the catalogue has {want}"
 
 
+# How the tool was developed, not what it does: "now" (outside quotes of upstream text and code),
+# "earlier/later rounds", "since corrected", "first read as".
+NARRATIVE = re.compile(
+    r"\bnow\b|\b(?:earlier|later|previous) rounds?\b|\bsince (?:corrected|fixed)\b|\bfirst read as\b", re.IGNORECASE
+)
+QUOTED = re.compile(r'"[^"\n]*"|`[^`\n]*`|“[^”\n]*”')
+
+
+def narrative(text: str) -> list[str]:
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return [
+        f"line {n}: {m.group()!r}"
+        for n, line in enumerate(text.splitlines(), 1)
+        for m in NARRATIVE.finditer(QUOTED.sub(lambda q: " " * len(q.group()), line))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("The recorder now resumes where it was.", True),
+        ("Earlier rounds on a loaded machine measured more.", True),
+        ("its failed cells are harness expectations since corrected", True),
+        ('upstream says "WaitForPodsReady is now enabled by default"', False),
+        ("`lwsc now` in code", False),
+        ("The recorder resumes where it was; a snowy known deviation", False),
+    ],
+)
+def test_narrative_words_are_found(text: str, found: bool) -> None:
+    assert bool(narrative(text)) is found
+
+
+@pytest.mark.parametrize("page", LINKED_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_speak_in_the_present_tense(page: Path) -> None:
+    hits = narrative(page.read_text(encoding="utf-8"))
+    assert not hits, f"{page.relative_to(ROOT)} narrates its history (say what the tool does): {hits}"
+
+
 def test_link_pages_cover_the_docs_sub_folders() -> None:
     assert any(p.parent.name == "upstream" for p in LINKED_PAGES)
 
