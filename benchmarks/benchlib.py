@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +82,47 @@ def baseline_of(cov: dict[str, Any]) -> dict[str, str]:
 def load_json(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(path.read_text())
     return data
+
+
+# -- which harness a run used -------------------------------------------------------------------
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+
+
+def _pathspec(ignore: Iterable[str]) -> list[str]:
+    return ["--", ".", *(f":(exclude){p}" for p in ignore)]
+
+
+def checkout_state(root: Path, ignore: Iterable[str] = ()) -> tuple[str, bool]:
+    """(HEAD's full sha, whether the checkout differs from it): tracked changes and untracked files
+    count, except the paths of `ignore` (relative to `root`: what the benchmark itself writes while
+    it runs). ("unknown", True) outside git: nothing says which code ran."""
+    head = _git(root, "rev-parse", "HEAD")
+    if head.returncode != 0:
+        return "unknown", True
+    status = _git(root, "status", "--porcelain", *_pathspec(ignore))
+    return head.stdout.strip(), bool(status.returncode or status.stdout.strip())
+
+
+def code_between(root: Path, a: str, b: str, ignore: Iterable[str] = ()) -> bool:
+    """Whether commits a and b differ outside `ignore` (HEAD moved during a run: by a commit of
+    results only, or of code the run may have read)."""
+    if a == b:
+        return False
+    return _git(root, "diff", "--quiet", a, b, *_pathspec(ignore)).returncode != 0
+
+
+def on_path(root: Path, first: str, commit: str, last: str) -> bool:
+    """Whether `commit` is `first`, `last` or between them in this checkout's history (the commit
+    a run reports having used, against the HEADs when it started and ended)."""
+    return all(
+        _git(root, "merge-base", "--is-ancestor", x, y).returncode == 0 for x, y in ((first, commit), (commit, last))
+    )
+
+
+def harness_env(root: Path) -> dict[str, str]:
+    """The environment of a child `lwsc`: `root`'s lws_conformance comes first on its path (the
+    project's .venv is an editable install of one checkout; from a git worktree, the worktree's
+    code must run, not the checkout the venv was installed from)."""
+    path = [str(root), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}

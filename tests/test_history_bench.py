@@ -249,3 +249,77 @@ def test_run_list_prints_every_fix_with_a_result_or_not_run(tmp_path: Path) -> N
     assert "expect LWS-STATUS-004, ROLL-FAULT-003; result: missed (focused run)" in proc.stdout
     assert "expect —; result: not run" in proc.stdout  # the Kueue fix has no record yet
     assert proc.stdout.rstrip().endswith("1 of 2 not run yet")
+
+
+def test_harness_used_is_the_checkouts_head_and_dirty_when_it_differed_or_moved_code() -> None:
+    a, b = "a" * 40, "b" * 40
+    assert histlib.harness_used((a, False), (a, False), False, a, True) == (a, False, "")
+    assert histlib.harness_used((a, False), (a, True), False, a + "-dirty", True) == (a, True, "")
+    # HEAD moved during the run: by a commit of results only (clean), or of code the run may have read
+    assert histlib.harness_used((a, False), (b, False), False, b, True) == (a, False, "")
+    assert histlib.harness_used((a, False), (b, False), True, b, True)[1] is True
+    # no summary.json: nothing to cross-check
+    assert histlib.harness_used((a, True), (a, False), False, None, False) == (a, True, "")
+    # the run reports another checkout's commit (the venv's editable install ran, not this worktree)
+    commit, _, problem = histlib.harness_used((a, False), (a, False), False, "f468e3f222", False)
+    assert commit == a and problem == f"the run reports harness commit f468e3f222, not this checkout's {a[:12]}"
+
+
+def test_harness_summary_counts_results_by_commit_and_dirty() -> None:
+    a, b = "a" * 40, "b" * 40
+    rs = [
+        histlib.Result(id="x", status="missed", commit=a),
+        histlib.Result(id="y", status="missed", commit=a),
+        histlib.Result(id="z", status="missed", commit=b, dirty=True),
+    ]
+    assert histlib.harness_summary(rs) == f"{a[:12]} (2 fixes), {b[:12]} dirty (1 fix)"
+    assert histlib.harness_summary([]) == "none"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def test_checkout_state_and_what_a_child_lwsc_imports(tmp_path: Path) -> None:
+    benchlib = _load(ROOT / "benchmarks" / "benchlib.py", "benchlib")
+    repo = tmp_path / "repo"
+    (repo / "benchmarks" / "history").mkdir(parents=True)
+    _git(tmp_path, "init", "-q", str(repo))
+    (repo / "code.py").write_text("x = 1\n")
+    results = "benchmarks/history/results.json"
+    (repo / results).write_text("{}\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "one")
+    first = _git(repo, "rev-parse", "HEAD")
+    assert benchlib.checkout_state(repo, [results]) == (first, False)
+    (repo / results).write_text('{"results": []}\n')  # what the runner writes: not a change of the harness
+    assert benchlib.checkout_state(repo, [results]) == (first, False)
+    assert benchlib.checkout_state(repo) == (first, True)
+    (repo / "new_suite.py").write_text("")  # an untracked file the run may import
+    assert benchlib.checkout_state(repo, [results]) == (first, True)
+    (repo / "new_suite.py").unlink()
+    _git(repo, "commit", "-qam", "results")
+    second = _git(repo, "rev-parse", "HEAD")
+    assert not benchlib.code_between(repo, first, second, [results])
+    (repo / "code.py").write_text("x = 2\n")
+    assert benchlib.checkout_state(repo, [results]) == (second, True)
+    _git(repo, "commit", "-qam", "code")
+    third = _git(repo, "rev-parse", "HEAD")
+    assert benchlib.code_between(repo, second, third, [results])
+    assert benchlib.on_path(repo, first, second, third) and not benchlib.on_path(repo, second, first, third)
+    assert benchlib.checkout_state(tmp_path / "nogit") == ("unknown", True)
+    # a child lwsc imports this checkout's lws_conformance, not the venv's editable install
+    env = benchlib.harness_env(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import lws_conformance as m; print(m.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.stdout.strip() == str(ROOT / "lws_conformance" / "__init__.py"), proc.stderr

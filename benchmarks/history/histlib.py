@@ -175,7 +175,8 @@ class Result:
     exit_code: int | None = None
     reports: str = ""
     recorded: str = ""  # when (ISO time)
-    commit: str = ""  # the harness's commit the run used
+    commit: str = ""  # the harness checkout's HEAD (full sha) whose code the run used
+    dirty: bool = False  # that checkout differed from its HEAD while the run went on
 
 
 def status_of(classified: str) -> str:
@@ -216,6 +217,39 @@ def record(
         **extra,
     )
     return reclassify(res)
+
+
+def harness_used(
+    start: tuple[str, bool],
+    end: tuple[str, bool],
+    code_moved: bool,
+    reported: str | None,
+    reported_on_path: bool,
+) -> tuple[str, bool, str]:
+    """(commit, dirty, problem) of the harness one run used, from the checkout's (HEAD, dirty) when
+    it started and ended, whether HEAD moved to different code meanwhile (a commit of results only
+    is no change), and the commit the run's summary.json reports (None without one) with whether
+    that commit is the start's, the end's or one between. `problem` (else "") says the run used
+    another checkout's code: its verdicts are not this harness's."""
+    dirty = start[1] or end[1] or code_moved
+    problem = ""
+    if reported and not reported_on_path:
+        problem = (
+            f"the run reports harness commit {reported.removesuffix('-dirty')[:12]}, not this checkout's "
+            f"{start[0][:12]}" + (f"..{end[0][:12]}" if end[0] != start[0] else "")
+        )
+    return start[0], dirty, problem
+
+
+def harness_summary(results: Iterable[Result]) -> str:
+    """The harness commits the recorded results used, e.g. `1a2b3c4d5e6f (12 fixes), 7a8b9c0d1e2f
+    dirty (1 fix)`, most used first."""
+    seen: dict[str, int] = {}
+    for r in results:
+        key = (r.commit[:12] or "unknown") + (" dirty" if r.dirty else "")
+        seen[key] = seen.get(key, 0) + 1
+    ranked = sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{k} ({n} fix{'es' if n > 1 else ''})" for k, n in ranked) or "none"
 
 
 def result_from(raw: dict[str, Any]) -> Result:
@@ -324,7 +358,7 @@ def table(rows: list[dict[str, Any]], patch_dir: str = "patches/") -> list[str]:
 def docs_block(doc: dict[str, Any], patch_dir: str) -> str:
     """The docs' table (scripts/render-figures), from results.json alone."""
     lines = [
-        f"**{doc['headline']}** ({doc.get('pinned', '')}; harness commit {doc.get('commit', '?')}, "
+        f"**{doc['headline']}** ({doc.get('pinned', '')}; harness commits {doc.get('harness', '?')}, "
         f"{doc.get('machine', 'not recorded')}, updated {doc.get('updated', 'never')}).",
         "",
         *table(doc.get("fixes") or [], patch_dir),
@@ -350,7 +384,8 @@ def markdown(doc: dict[str, Any], fixes: list[Fix], results: dict[str, Result], 
         "",
         f"**{headline(c)}.**",
         "",
-        f"Runs: {doc.get('machine', 'not recorded')}, harness commit {doc.get('commit', '?')}, "
+        f"Runs: {doc.get('machine', 'not recorded')}, harness commits {harness_summary(results.values())} "
+        "(the HEAD of the checkout whose code each run used; dirty: it differed from HEAD during the run), "
         f"updated {doc.get('updated', 'never')}.",
         "",
         *table(fix_rows(fixes, results)),
