@@ -89,27 +89,27 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
 
 
-def _pathspec(ignore: Iterable[str]) -> list[str]:
-    return ["--", ".", *(f":(exclude){p}" for p in ignore)]
+def _pathspec(paths: Iterable[str]) -> list[str]:
+    return ["--", *paths]
 
 
-def checkout_state(root: Path, ignore: Iterable[str] = ()) -> tuple[str, bool]:
-    """(HEAD's full sha, whether the checkout differs from it): tracked changes and untracked files
-    count, except the paths of `ignore` (relative to `root`: what the benchmark itself writes while
-    it runs). ("unknown", True) outside git: nothing says which code ran."""
+def checkout_state(root: Path, paths: Iterable[str] = (".",)) -> tuple[str, bool]:
+    """(HEAD's full sha, whether the checkout differs from it under `paths`, relative to `root`):
+    tracked changes and untracked files count. ("unknown", True) outside git: nothing says which
+    code ran."""
     head = _git(root, "rev-parse", "HEAD")
     if head.returncode != 0:
         return "unknown", True
-    status = _git(root, "status", "--porcelain", *_pathspec(ignore))
+    status = _git(root, "status", "--porcelain", *_pathspec(paths))
     return head.stdout.strip(), bool(status.returncode or status.stdout.strip())
 
 
-def code_between(root: Path, a: str, b: str, ignore: Iterable[str] = ()) -> bool:
-    """Whether commits a and b differ outside `ignore` (HEAD moved during a run: by a commit of
-    results only, or of code the run may have read)."""
+def code_between(root: Path, a: str, b: str, paths: Iterable[str] = (".",)) -> bool:
+    """Whether commits a and b differ under `paths` (HEAD moved while a run went on: by a commit of
+    results only, or of code the run reads)."""
     if a == b:
         return False
-    return _git(root, "diff", "--quiet", a, b, *_pathspec(ignore)).returncode != 0
+    return _git(root, "diff", "--quiet", a, b, *_pathspec(paths)).returncode != 0
 
 
 def on_path(root: Path, first: str, commit: str, last: str) -> bool:

@@ -288,29 +288,29 @@ def _git(repo: Path, *args: str) -> str:
 def test_checkout_state_and_what_a_child_lwsc_imports(tmp_path: Path) -> None:
     benchlib = _load(ROOT / "benchmarks" / "benchlib.py", "benchlib")
     repo = tmp_path / "repo"
-    (repo / "benchmarks" / "history").mkdir(parents=True)
+    (repo / "suites").mkdir(parents=True)
     _git(tmp_path, "init", "-q", str(repo))
-    (repo / "code.py").write_text("x = 1\n")
-    results = "benchmarks/history/results.json"
-    (repo / results).write_text("{}\n")
+    (repo / "suites" / "code.py").write_text("x = 1\n")
+    (repo / "results.json").write_text("{}\n")
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "one")
     first = _git(repo, "rev-parse", "HEAD")
-    assert benchlib.checkout_state(repo, [results]) == (first, False)
-    (repo / results).write_text('{"results": []}\n')  # what the runner writes: not a change of the harness
-    assert benchlib.checkout_state(repo, [results]) == (first, False)
+    code = ["suites"]
+    assert benchlib.checkout_state(repo, code) == (first, False)
+    (repo / "results.json").write_text('{"results": []}\n')  # outside the code a run reads
+    assert benchlib.checkout_state(repo, code) == (first, False)
     assert benchlib.checkout_state(repo) == (first, True)
-    (repo / "new_suite.py").write_text("")  # an untracked file the run may import
-    assert benchlib.checkout_state(repo, [results]) == (first, True)
-    (repo / "new_suite.py").unlink()
+    (repo / "suites" / "new_suite.py").write_text("")  # an untracked file the run may import
+    assert benchlib.checkout_state(repo, code) == (first, True)
+    (repo / "suites" / "new_suite.py").unlink()
     _git(repo, "commit", "-qam", "results")
     second = _git(repo, "rev-parse", "HEAD")
-    assert not benchlib.code_between(repo, first, second, [results])
-    (repo / "code.py").write_text("x = 2\n")
-    assert benchlib.checkout_state(repo, [results]) == (second, True)
+    assert not benchlib.code_between(repo, first, second, code) and benchlib.code_between(repo, first, second)
+    (repo / "suites" / "code.py").write_text("x = 2\n")
+    assert benchlib.checkout_state(repo, code) == (second, True)
     _git(repo, "commit", "-qam", "code")
     third = _git(repo, "rev-parse", "HEAD")
-    assert benchlib.code_between(repo, second, third, [results])
+    assert benchlib.code_between(repo, second, third, code)
     assert benchlib.on_path(repo, first, second, third) and not benchlib.on_path(repo, second, first, third)
     assert benchlib.checkout_state(tmp_path / "nogit") == ("unknown", True)
     # a child lwsc imports this checkout's lws_conformance, not the venv's editable install
