@@ -323,3 +323,41 @@ def test_checkout_state_and_what_a_child_lwsc_imports(tmp_path: Path) -> None:
         text=True,
     )
     assert proc.stdout.strip() == str(ROOT / "lws_conformance" / "__init__.py"), proc.stderr
+
+
+def test_post_pin_table_shows_each_bugs_verdict_in_the_pinned_run_and_other_red() -> None:
+    summary = {
+        "run_id": "20261206-093210",
+        "started": "2026-12-06T09:32:10+0000",
+        "harness": {"commit": "81ce6536b8509d7cf702aa84760dc66dddec409b"},
+        "versions": {"lws": "v0.9.0", "kueue": "v0.17.0", "kubernetes": "v1.36.3"},
+        "conclusion": {"line": "not conformant: listed upstream bugs only: 2 MUST known deviation(s): ..."},
+        "requirements": [
+            {"id": "ROLL-KEEP-001", "level": "MUST", "verdict": "known-deviation"},
+            {"id": "CHAOS-RESTART-001", "level": "MUST", "verdict": "passed"},
+            {"id": "ROLL-ATOM-001", "level": "SHOULD", "verdict": "warning"},
+            {"id": "LWS-STATUS-001", "level": "MUST", "verdict": "passed"},
+        ],
+    }
+    pinned = histlib.pinned_run_of(summary)
+    assert pinned["versions"] == {"lws": "v0.9.0", "kueue": "v0.17.0"} and pinned["commit"].startswith("81ce653")
+    rows = [
+        {"id": "lws-963-keep", "requirement": "ROLL-KEEP-001", "component": "lws", "kind": "deterministic",
+         "fixed": "v0.10.0+main.8", "upstream": "https://github.com/kubernetes-sigs/lws/pull/963"},
+        {"id": "lws-998", "requirement": "CHAOS-RESTART-001", "component": "lws", "kind": "race",
+         "fixed": "main", "upstream": "https://github.com/kubernetes-sigs/lws/pull/999"},
+        {"id": "kueue-1", "requirement": "KUEUE-X-001", "component": "kueue", "kind": "deterministic",
+         "fixed": "v0.18.0", "upstream": "https://github.com/kubernetes-sigs/kueue/pull/1"},
+    ]  # fmt: skip
+    lines = histlib.post_pin_lines(rows, pinned)
+    assert lines[-5].endswith("| known-deviation |") and "| lws-963-keep |" in lines[-5]
+    assert lines[-4].endswith("| passed |")  # a race the pinned run did not hit
+    assert lines[-3].endswith("| not in the run |")
+    assert lines[-1].endswith(": ROLL-ATOM-001 warning (SHOULD).")
+    assert any(
+        line.startswith("Pinned run: `lwsc run` 20261206-093210 (2026-12-06, harness commit 81ce6536b850")
+        for line in lines
+    )
+    assert histlib.post_pin_lines(rows)[-1].endswith(
+        "| https://github.com/kubernetes-sigs/kueue/pull/1 |"
+    )  # none recorded

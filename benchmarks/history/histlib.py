@@ -365,7 +365,7 @@ def docs_block(doc: dict[str, Any], patch_dir: str) -> str:
         "",
         "Bugs fixed after the pinned versions that the pinned run shows:",
         "",
-        *post_pin_lines(doc.get("post_pin") or []),
+        *post_pin_lines(doc.get("post_pin") or [], doc.get("pinned_run")),
     ]
     return "\n".join(lines) + "\n"
 
@@ -408,27 +408,73 @@ def markdown(doc: dict[str, Any], fixes: list[Fix], results: dict[str, Result], 
             for rid, v in r.red.items():
                 lines.append(f"- {f.id} {rid} {v} ({r.levels.get(rid, '?')}): {r.details.get(rid, '')}".rstrip(": "))
     lines += ["", "## Bugs fixed after the pinned versions that the pinned run shows", ""]
-    lines += post_pin_lines(post_pin)
+    lines += post_pin_lines(post_pin, doc.get("pinned_run"))
     return "\n".join(lines) + "\n"
 
 
-def post_pin_lines(post_pin: list[dict[str, str]]) -> list[str]:
+def pinned_run_of(summary: dict[str, Any]) -> dict[str, Any]:
+    """What results.json keeps of a full `lwsc run` on the pinned versions (its summary.json): run
+    id, harness commit, versions, conclusion and each requirement's verdict and level, so the
+    post-pin table renders from results.json alone."""
+    reqs = summary.get("requirements") or []
+    return {
+        "run_id": str(summary.get("run_id", "")),
+        "started": str(summary.get("started", "")),
+        "commit": str((summary.get("harness") or {}).get("commit", "")),
+        "versions": {c: v for c, v in (summary.get("versions") or {}).items() if c in COMPONENTS},
+        "conclusion": str((summary.get("conclusion") or {}).get("line", "")),
+        "verdicts": {str(r["id"]): str(r.get("verdict", "")) for r in reqs},
+        "levels": {str(r["id"]): str(r.get("level", "")) for r in reqs},
+    }
+
+
+RED_VERDICTS = ("failed", "warning", "error")
+
+
+def post_pin_lines(post_pin: list[dict[str, str]], pinned_run: dict[str, Any] | None = None) -> list[str]:
+    """The bugs fixed upstream after the pinned versions (known deviations that affect them), each
+    with its requirement's verdict in the pinned run when one is recorded; then what that run has
+    red with no listed deviation."""
     if not post_pin:
         return ["None listed."]
+    verdicts = (pinned_run or {}).get("verdicts") or {}
     out = [
         "Known deviations of `fixtures/known-deviations.yaml` that affect the pinned versions and are fixed "
         "upstream after them: where the pinned run shows one (every run for a deterministic one, some tries "
         "for a race, some cluster shapes for a conditional one) it reports `known-deviation`, its whole "
         "symptom matched; any other failure of the requirement stays `failed`.",
         "",
-        "| deviation | requirement | component | kind | fixed in | upstream |",
-        "|---|---|---|---|---|---|",
     ]
+    if pinned_run:
+        out += [
+            f"Pinned run: `lwsc run` {pinned_run.get('run_id', '')} ({pinned_run.get('started', '')[:10]}, harness "
+            f"commit {pinned_run.get('commit', '')[:12]}, "
+            + ", ".join(f"{c} {v}" for c, v in (pinned_run.get("versions") or {}).items())
+            + f"): {pinned_run.get('conclusion', '').split(':')[0] or 'no conclusion recorded'}.",
+            "",
+        ]
+    head = "| deviation | requirement | component | kind | fixed in | upstream |"
+    rule = "|---|---|---|---|---|---|"
+    if pinned_run:
+        head, rule = head + " pinned run |", rule + "---|"
+    out += [head, rule]
     for d in post_pin:
-        out.append(
+        row = (
             f"| {d['id']} | {d['requirement']} | {d['component']} | {d.get('kind', '')} | {_cell(d['fixed'])} "
             f"| {_cell(d['upstream'])} |"
         )
+        if pinned_run:
+            row += f" {verdicts.get(d['requirement'], 'not in the run')} |"
+        out.append(row)
+    if pinned_run:
+        listed = {d["requirement"] for d in post_pin}
+        levels = pinned_run.get("levels") or {}
+        red = [(r, v) for r, v in sorted(verdicts.items()) if v in RED_VERDICTS and r not in listed]
+        out += [
+            "",
+            "Red in the pinned run with no listed deviation (a failure or warning no upstream fix is known for, "
+            "or an error): " + (", ".join(f"{r} {v} ({levels.get(r, '?')})" for r, v in red) or "none") + ".",
+        ]
     return out
 
 
