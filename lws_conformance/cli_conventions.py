@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from . import resources
 from .errors import UserError
+from .selection import collect_only
 
 GLOBAL_FLAGS = ("--profile", "--set", "--name", "--provider", "--kind-bin", "--docker-bin", "--kubectl-bin")
 LATE_SET = "set_after_command"
@@ -91,7 +91,7 @@ def check_selection(selection: list[str]) -> None:
     if not selection:
         return
     cmd = [sys.executable, "-m", "pytest", str(resources.suites()), "--collect-only", "-q", "-p", "no:cacheprovider"]
-    proc = subprocess.run([*cmd, *selection], cwd=resources.root(), capture_output=True, text=True, timeout=300)
+    proc = collect_only([*cmd, *selection])
     if proc.returncode == 5:
         raise UserError(
             f"--focus/--skip selects no test (-k {selection[-1]!r}); list them with `lwsc run --dry-run`"

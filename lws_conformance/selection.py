@@ -1,7 +1,8 @@
 """What a run selects, found before anything is built or started: the tests --focus/--skip (pytest
 -k) and --shard pick, the requirement ids they prove, and the private clusters and upgrade start
 versions they bring up (`plugin.selection_needs`). One `pytest --collect-only` of the suites with
-the run's profile; a selection of nothing, or one pytest cannot collect, is one line and exit 2.
+the run's profile; a selection of nothing, or one pytest cannot collect, is one line and exit 2;
+a collection that does not end within COLLECT_TIMEOUT_S (an overloaded machine) is exit 3.
 """
 
 from __future__ import annotations
@@ -14,7 +15,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import resources
-from .errors import UserError
+from .errors import InfraError, UserError
+
+COLLECT_TIMEOUT_S = 300  # collecting every suite takes 2-5 s on an idle 2-core machine
+
+
+def collect_only(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    """`pytest --collect-only` of the suites; exit 3 (not a traceback) when it does not end in time."""
+    try:
+        return subprocess.run(cmd, cwd=resources.root(), capture_output=True, text=True, timeout=COLLECT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise InfraError(
+            f"collecting the selected tests (pytest --collect-only) did not end within {COLLECT_TIMEOUT_S} s; "
+            "the machine is too busy to run the suites: retry when it is less loaded"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -44,7 +58,7 @@ def collect(keywords: list[str], profile: str, sets: list[str], shard: str | Non
         cmd = [sys.executable, "-m", "pytest", str(resources.suites()), "--collect-only", "-q"]
         cmd += ["-p", "no:cacheprovider", *keywords, f"--lwsc-profile={profile}", *(f"--lwsc-set={kv}" for kv in sets)]
         cmd += [*([f"--lwsc-shard={shard}"] if shard else []), f"--lwsc-selection-out={out}"]
-        proc = subprocess.run(cmd, cwd=resources.root(), capture_output=True, text=True, timeout=300)
+        proc = collect_only(cmd)
         if proc.returncode == 5 and shard and collect(keywords, profile, sets).tests:
             raise UserError(f"shard {shard} of this selection holds no test; use fewer shards (--shard K/N)")
         if proc.returncode == 5:

@@ -36,6 +36,15 @@ def test_the_selection_names_the_upgrade_starts_and_private_clusters_it_needs() 
     assert other.upgrade_starts == [("lws", "v0.8.0")]
 
 
+def test_a_collection_that_does_not_end_is_exit_3_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An overloaded machine can stall `pytest --collect-only`: that is the harness unable to tell
+    (exit 3, one line), never exit 1, which reads as a MUST failure."""
+    monkeypatch.setattr(selection, "COLLECT_TIMEOUT_S", 0.01)
+    with pytest.raises(InfraError, match=r"did not end within 0.01 s") as caught:
+        selection.collect(["-k", "LWS-NAME-001"], "default", [])
+    assert caught.value.exit_code == 3
+
+
 def test_what_is_built_follows_the_provider() -> None:
     profile = load_profile()
     sel = selection.Selection({"t": ["LWS-UPGRADE-001"]}, [[], ["kueue.feature_gates.ShortWorkloadNames=true"]],
