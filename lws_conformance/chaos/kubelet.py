@@ -22,7 +22,8 @@ restarting) needs a node kwok does not manage: `ScriptedNode` is one, a Ready No
 test reports itself (`started`), while a thread plays the rest of a kubelet's part: its Lease
 renewed (so KCM keeps it Ready), every pod bound there reported started unless the test holds it,
 and a pod being deleted removed (a delete with grace period 0, UID precondition) once its
-graceful termination has begun, as a kubelet does after stopping its containers.
+graceful termination has begun and its preStop `sleep` hooks have run, as a kubelet does after
+stopping its containers.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
 from ..k8s.client import to_dict
+from ..k8s.wait import wait_for
 
 Obj = dict[str, Any]
 JSON_PATCH = "application/json-patch+json"
@@ -323,9 +325,10 @@ class ScriptedNode:
     that tolerate it land there; the test plays its kubelet. While open, a thread renews its
     Lease, reports every pod bound there started (Ready when `ready(pod)`) unless `hold(pod)`, and
     removes a pod being deleted (grace period 0, UID precondition) once its graceful termination
-    has begun. `terminations` records, per pod UID, the deletionGracePeriodSeconds it was first
-    seen terminating with; `vanished` the pods removed by anyone else (force-deleted) before. Used
-    as a context manager; on exit it deletes the pods left there and the Node."""
+    has begun and its preStop `sleep` hooks have run (at most its grace period). `terminations`
+    records, per pod UID, the deletionGracePeriodSeconds it was first seen terminating with;
+    `vanished` the pods removed by anyone else (force-deleted) before this kubelet removed them.
+    Used as a context manager; on exit it deletes the pods left there and the Node."""
 
     def __init__(
         self,
@@ -347,13 +350,15 @@ class ScriptedNode:
         self.vanished: dict[str, str] = {}  # uid -> pod name, removed by someone other than this kubelet
         self.errors: list[BaseException] = []
         self._started: set[str] = set()
-        self._removed: set[str] = set()
+        self._removed: set[str] = set()  # pods whose removal is under way (their preStop hooks)
+        self._deleted: set[str] = set()  # pods this kubelet deleted
         self._known: dict[str, str] = {}  # uid -> name of every pod seen here
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._renewed = 0.0
         self._ips = 0
+        self._timers: list[threading.Timer] = []
 
     # -- life cycle
     def __enter__(self) -> ScriptedNode:
@@ -383,6 +388,8 @@ class ScriptedNode:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        for timer in self._timers:
+            timer.cancel()
         if self._thread is not None:
             self._thread.join(timeout=WATCH_SECONDS + 30)
         self._teardown()
@@ -393,6 +400,14 @@ class ScriptedNode:
                                  grace_period_seconds=0))
         _ignore_gone(lambda: self.coord.delete_namespaced_lease(self.name, "kube-node-lease"))
         _ignore_gone(lambda: self.core.delete_node(self.name))
+
+    def drain(self, timeout: float = 60) -> None:
+        """Wait until no pod is bound here (the caller deleted its workload; this kubelet removes
+        each pod once it terminates), then raise what the kubelet thread met."""
+        wait_for(self.api, self.core.list_namespaced_pod, lambda objs: not objs, what=f"pods on node {self.name}",
+                 condition="none left (their workload deleted)", timeout=timeout, namespace=self.namespace,
+                 field_selector=f"spec.nodeName={self.name}")
+        self.check()
 
     def check(self) -> None:
         """Raise what the kubelet thread met (a harness failure, never LWS's)."""
@@ -481,7 +496,7 @@ class ScriptedNode:
         with self._lock:
             for uid, name in pods.items():
                 self._known.pop(uid, None)
-                if uid not in self._removed:
+                if uid not in self._deleted:
                     self.vanished[uid] = name
 
     def _handle(self, pod: Obj) -> None:
@@ -493,11 +508,17 @@ class ScriptedNode:
                 self.terminations.setdefault(uid, meta.get("deletionGracePeriodSeconds"))
                 if uid not in self._removed:
                     self._removed.add(uid)
-                    # the containers are stopped: the kubelet removes the pod (grace 0, this UID)
-                    _ignore_gone(lambda: self.core.delete_namespaced_pod(
-                        meta["name"], self.namespace, grace_period_seconds=0,
-                        body=client.V1DeleteOptions(grace_period_seconds=0,
-                                                    preconditions=client.V1Preconditions(uid=uid))))
+                    # the preStop hooks run (a `sleep` hook: its seconds, within the grace period),
+                    # the containers stop, and the kubelet removes the pod (grace 0, this UID)
+                    remove = partial(self._remove, meta["name"], uid)
+                    hook = min(pre_stop_seconds(pod), int(meta.get("deletionGracePeriodSeconds") or 0))
+                    if hook > 0:
+                        timer = threading.Timer(hook, remove)
+                        timer.daemon = True
+                        self._timers.append(timer)
+                        timer.start()
+                    else:
+                        remove()
                 return
             if uid in self._started or self.hold(pod):
                 return
@@ -508,6 +529,23 @@ class ScriptedNode:
             patch = started(pod, self.ready(pod), ip, self.host_ip)
             _ignore_gone(lambda: self.core.patch_namespaced_pod_status(
                 meta["name"], self.namespace, patch, _content_type=JSON_PATCH))
+
+
+    def _remove(self, pod: str, uid: str) -> None:
+        self._deleted.add(uid)
+        try:
+            _ignore_gone(lambda: self.core.delete_namespaced_pod(
+                pod, self.namespace, grace_period_seconds=0,
+                body=client.V1DeleteOptions(grace_period_seconds=0, preconditions=client.V1Preconditions(uid=uid))))
+        except BaseException as exc:  # surfaced by check()
+            self.errors.append(exc)
+
+
+def pre_stop_seconds(pod: Obj) -> int:
+    """How long the pod's preStop hooks run: the longest `sleep` hook of its containers (exec and
+    HTTP hooks run nothing here)."""
+    hooks = [((c.get("lifecycle") or {}).get("preStop") or {}).get("sleep") or {} for c in pod["spec"]["containers"]]
+    return max((int(h.get("seconds") or 0) for h in hooks), default=0)
 
 
 def _ignore_gone(call: Callable[[], Any]) -> None:

@@ -139,9 +139,7 @@ def _drain(sc: Scenario, name: str, node: kubelet.ScriptedNode) -> None:
     except ApiException as exc:
         if exc.status != 404:
             raise
-    sc.wait_gone(sc.core.list_namespaced_pod, f"no pod left on node {node.name}",
-                 namespace=sc.namespace, field_selector=f"spec.nodeName={node.name}")
-    node.check()
+    node.drain()
 
 
 @pytest.mark.requirement("CHAOS-RESTART-010")
@@ -185,5 +183,50 @@ def test_simulated_init_container_restart_recreates_its_group(scenario: Scenario
             after = _wait_group_recreated(sc, lws, group, uids, timeout=RECOVERY)
             assert _group(after, name, 0) == _group(uids, name, 0), "group 0 was touched by group 1's recreation"
             node.check()
+        finally:
+            _drain(sc, name, node)
+
+
+# -- the old pods of a recreated group terminate gracefully (on a node the test is the kubelet of) --
+GRACE, PRE_STOP = 30, 5  # the pods' terminationGracePeriodSeconds and their preStop hook's sleep (as on kind)
+
+
+@pytest.mark.requirement("CHAOS-GRACE-001")
+@pytest.mark.destructive  # adds a Node object that no kwok manages
+def test_simulated_recreated_group_pods_terminate_gracefully(scenario: Scenario, unique: str) -> None:
+    """A group of 2 on a ScriptedNode, its containers with a 5 s preStop sleep hook and a 30 s grace
+    period; its worker's container is reported exited and restarted, so LWS deletes the leader to
+    recreate the group. Every old pod must be seen terminating with its own grace period
+    (deletionGracePeriodSeconds 30, not 0) and be removed only by its kubelet, once its preStop
+    hook ran, never force-deleted before."""
+    sc, name = scenario, "sg"
+    sc.require_simulated_kubelet("reports a container's exit and restart, and runs the preStop hooks")
+    hostname = sc.cluster.topology.hostname_label
+    with kubelet.ScriptedNode(sc.api, f"lwsc-{unique}", sc.namespace, hostname) as node:
+        try:
+            obj = _lws(name, "RecreateGroupOnPodRestart", replicas=1, size=2)
+            for key in ("leaderTemplate", "workerTemplate"):
+                spec = obj["spec"]["leaderWorkerTemplate"][key]["spec"]
+                spec["terminationGracePeriodSeconds"] = GRACE
+                spec["nodeSelector"] = {hostname: node.name}
+                spec["tolerations"] = [{"key": kubelet.UNBACKED, "operator": "Exists", "effect": "NoSchedule"}]
+                for c in spec["containers"]:
+                    c["lifecycle"] = {"preStop": {"sleep": {"seconds": PRE_STOP}}}
+            lws = sc.create(obj)
+            before = _steady(sc, lws)
+            _exit_and_restart(sc, f"{name}-0-1", KILLED)
+            _wait_group_recreated(sc, lws, 0, before, timeout=RECOVERY + 2 * PRE_STOP)
+            node.check()
+            wrong = []
+            for pod, uid in sorted(before.items()):
+                if uid in node.vanished:
+                    wrong.append(f"{pod}: removed by someone else than its kubelet, before its preStop hook ran")
+                elif uid not in node.terminations:
+                    wrong.append(f"{pod}: never seen terminating (deleted without a grace period?)")
+                elif node.terminations[uid] != GRACE:
+                    wrong.append(
+                        f"{pod}: deleted with deletionGracePeriodSeconds {node.terminations[uid]}, not its own {GRACE}"
+                    )
+            assert not wrong, "\n".join(wrong)
         finally:
             _drain(sc, name, node)
