@@ -239,3 +239,14 @@ def test_a_providers_variant_skipped_next_to_one_that_ran_is_no_gap() -> None:
     assert verdicts.combine([real]).verdict == "not-run" and verdicts.combine([real, fake]).verdict == "not-run"
 
     assert NEEDS_KUBELET.startswith(verdicts.VARIANT_SKIPS) and NEEDS_KIND.startswith(verdicts.VARIANT_SKIPS)
+
+
+def test_the_scripted_kubelet_runs_the_longest_pre_stop_sleep() -> None:
+    pod = _pod()
+    assert kubelet.pre_stop_seconds(pod) == 0
+    pod["spec"]["containers"] = [
+        {"name": "a", "lifecycle": {"preStop": {"sleep": {"seconds": 5}}}},
+        {"name": "b", "lifecycle": {"preStop": {"exec": {"command": ["true"]}}}},
+        {"name": "c", "lifecycle": {"preStop": {"sleep": {"seconds": 2}}}},
+    ]
+    assert kubelet.pre_stop_seconds(pod) == 5

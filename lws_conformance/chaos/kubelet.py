@@ -38,9 +38,9 @@ from typing import Any
 
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import ProtocolError, ReadTimeoutError
+from urllib3.exceptions import MaxRetryError, ProtocolError, ReadTimeoutError
 
-from ..k8s.client import to_dict
+from ..k8s.client import retry_after, to_dict
 from ..k8s.wait import wait_for
 
 Obj = dict[str, Any]
@@ -49,6 +49,7 @@ UNBACKED = "lwsc.x-k8s.io/unbacked"  # NoSchedule taint of a node no kubelet (no
 LEASE_SECONDS = 40  # the kubelet's default nodeLeaseDurationSeconds
 RENEW_EVERY = 10.0  # seconds: the kubelet renews its Lease every quarter of its duration
 WATCH_SECONDS = 5  # a watch of the node's pods is re-opened this often (the Lease is renewed between)
+TRANSIENT_TRIES = 30  # transient API failures in a row the kubelet thread rides out (about 30 s)
 
 
 def now() -> str:
@@ -403,7 +404,9 @@ class ScriptedNode:
 
     def drain(self, timeout: float = 60) -> None:
         """Wait until no pod is bound here (the caller deleted its workload; this kubelet removes
-        each pod once it terminates), then raise what the kubelet thread met."""
+        each pod once it terminates), then raise what the kubelet thread met (also first: a dead
+        kubelet removes nothing, and its failure, not the wait's, is what happened)."""
+        self.check()
         wait_for(self.api, self.core.list_namespaced_pod, lambda objs: not objs, what=f"pods on node {self.name}",
                  condition="none left (their workload deleted)", timeout=timeout, namespace=self.namespace,
                  field_selector=f"spec.nodeName={self.name}")
@@ -449,8 +452,9 @@ class ScriptedNode:
         self._renewed = time.monotonic()
 
     def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
+        transient = 0
+        while not self._stop.is_set():
+            try:
                 if time.monotonic() - self._renewed >= RENEW_EVERY:
                     self._renew()
                 resp = self.core.list_namespaced_pod(self.namespace, field_selector=f"spec.nodeName={self.name}")
@@ -461,8 +465,19 @@ class ScriptedNode:
                 for p in pods:
                     self._handle(p)
                 self._watch(str(body["metadata"]["resourceVersion"]))
-        except BaseException as exc:  # surfaced by check(): the test is told its kubelet broke
-            self.errors.append(exc)
+                transient = 0
+            except (ProtocolError, ReadTimeoutError, MaxRetryError, ApiException) as exc:
+                # a loaded API server's transient answer or a dropped connection: list again, as a
+                # kubelet does; anything else, or too many in a row, is the harness's failure
+                pause = retry_after(exc) if isinstance(exc, ApiException) else 1.0
+                transient += 1
+                if pause is None or transient > TRANSIENT_TRIES:
+                    self.errors.append(exc)
+                    return
+                self._stop.wait(pause)
+            except BaseException as exc:  # surfaced by check(): the test is told its kubelet broke
+                self.errors.append(exc)
+                return
 
     def _watch(self, rv: str) -> None:
         w = watch.Watch()
