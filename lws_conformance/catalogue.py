@@ -83,6 +83,10 @@ class Requirement:
     tests: tuple[str, ...]
     level: str = "MUST"
     sources: tuple[Source, ...] = ()
+    # Why the default run (the local cluster: kwok nodes, no container runs) has no test of it, not
+    # even one writing what a kubelet would report: what only real kubelets, processes or nodes
+    # show. "" when a test of it runs there.
+    not_simulated: str = ""
 
     @property
     def gating(self) -> bool:
@@ -198,6 +202,7 @@ def load(path: Path = CATALOGUE, *, strict: bool = True) -> dict[str, Requiremen
             tests=tuple(raw.get("tests", ())),
             level=str(raw["level"]),
             sources=_sources(raw["id"], raw.get("sources", [])),
+            not_simulated=" ".join(str(raw.get("not_simulated", "")).split()),
         )
         if req.id in out:
             raise ValueError(f"duplicate requirement id {req.id}")

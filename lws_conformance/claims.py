@@ -43,10 +43,12 @@ from .k8s import admission
 
 VERDICTS_PROPERTY = "lwsc-verdicts"
 PRIVATE = verdicts.PRIVATE
+SIMULATED = verdicts.SIMULATED
 _VERSIONS = pytest.StashKey[dict[str, str]]()
 _NOT_APPLICABLE = pytest.StashKey[dict[str, str]]()
 _CLAIMS = pytest.StashKey[dict[str, "_Claimed"]]()
-RAN_ON = pytest.StashKey[str]()  # set by fixtures that run the test elsewhere (private clusters)
+RAN_ON = pytest.StashKey[str]()  # set by fixtures that run the test elsewhere (private clusters), and
+# qualified by a test that simulates the kubelet (`mark_simulated`)
 
 
 class ClaimsFailed(AssertionError):
@@ -68,6 +70,13 @@ def failures_of(exc: BaseException) -> list[verdicts.Failure]:
     if isinstance(exc, Failures):
         return [("AssertionError", m) for m in exc.messages]
     return [(type(exc).__name__, str(exc))]
+
+
+def mark_simulated(item: pytest.Item) -> None:
+    """Record that `item` simulates the kubelet: its where-it-ran reads "..., simulated kubelet"."""
+    here = item.stash.get(RAN_ON, "")
+    if SIMULATED not in here:
+        item.stash[RAN_ON] = verdicts.simulated(here)
 
 
 def requirement_ids(item: pytest.Item) -> list[str]:

@@ -407,7 +407,7 @@ def scenario(
 ) -> Scenario:
     """The test's namespace, objects and self-explaining waits (see `lws_conformance.scenario`)."""
     request.node.stash[claims.INFRA_BROKEN] = lambda: dead_components(lwsc_cluster)
-    return Scenario(k8s, lwsc_cluster, namespace, objects)
+    return Scenario(k8s, lwsc_cluster, namespace, objects, simulating=lambda: claims.mark_simulated(request.node))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -643,7 +643,7 @@ def private_scenario(run_id: str, request: pytest.FixtureRequest) -> Iterator[Sc
         request.node.stash[claims.RAN_ON] = claims.PRIVATE
         # a component that died (not one the test stopped) makes the failures that follow errors
         request.node.stash[claims.INFRA_BROKEN] = lambda: dead_components(handle)
-        yield Scenario(api, handle, name, objects)
+        yield Scenario(api, handle, name, objects, simulating=lambda: claims.mark_simulated(request.node))
         objects.delete_created()
         _delete_namespace(api, name)
         api.close()

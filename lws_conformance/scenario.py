@@ -6,6 +6,7 @@ namespace's recent events and the controller log paths, so a red test says what 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,9 @@ class Scenario:
     # resourceVersion of this test's last write of each LWS (create/patch_lws), for `settled` on
     # LWS versions without status.observedGeneration
     written: dict[str, int] = field(default_factory=dict)
+    # called when the test simulates the kubelet (`require_simulated_kubelet`): the plugin marks
+    # where it ran "simulated kubelet"
+    simulating: Callable[[], None] | None = None
 
     # -- clients -------------------------------------------------------------------------
     @property
@@ -92,6 +96,8 @@ class Scenario:
             import pytest  # only suites call this
 
             pytest.skip(f"not-run on real kubelets: the test {what} by patching pod status, which a kubelet overwrites")
+        if self.simulating is not None:
+            self.simulating()
 
     # -- objects -------------------------------------------------------------------------
     def create(self, obj: Obj) -> Obj:

@@ -37,6 +37,26 @@ ORDER = (
 )
 RAW = ("passed", "failed", "error", "skipped", "not-applicable")
 PRIVATE = "private local cluster"  # where tests that kill controllers or fail nodes run
+# Added to where a test ran when it wrote the kubelet's reports itself (pod status on the local
+# cluster, whose kwok nodes run no container): `Scenario.require_simulated_kubelet`.
+SIMULATED = "simulated kubelet"
+
+
+# The skips of a provider's variant of a check: a test that needs real kubelets or a kind cluster's
+# node containers, skipped on the local cluster, and one that writes the kubelet's reports itself,
+# skipped where kubelets run (`Scenario.require_real_kubelet`, `require_kind`,
+# `require_simulated_kubelet`). Next to a test of the same requirement that ran, such a skip leaves
+# no case unchecked (every test of a requirement checks all of it), so it makes no `partial`.
+VARIANT_SKIPS = (
+    "not-run on the local cluster: needs a real kubelet",
+    "not-run: the fault touches the node containers or controller pods of a kind cluster",
+    "not-run on real kubelets:",
+)
+
+
+def simulated(ran_on: str) -> str:
+    """Where a test ran ("" = the cluster under test) once it simulated the kubelet."""
+    return f"{ran_on}, {SIMULATED}" if ran_on else SIMULATED
 DEVIATION_SEP = ", "  # an outcome's `deviation`: the matched ids, in order
 
 
@@ -120,7 +140,8 @@ def deviation_ids(outcome: Outcome) -> list[str]:
 
 def combine(outcomes: list[Outcome]) -> Outcome:
     """A requirement's verdict over all of its tests: the worst, except that passes next to
-    skipped tests make `partial` (a case was not checked), and only skips make `not-run`."""
+    skipped tests make `partial` (a case was not checked), and only skips make `not-run`. A
+    provider's variant skipped (VARIANT_SKIPS) next to a test that ran counts for nothing."""
     if not outcomes:
         return Outcome("not-run", "none of its tests was selected")
     verdicts = {o.verdict for o in outcomes}
@@ -132,6 +153,8 @@ def combine(outcomes: list[Outcome]) -> Outcome:
     ran = [Outcome("passed") if o.verdict == "deviation-fixed?" and o.deviation in seen else o for o in ran]
     if {o.verdict for o in ran} == {"not-run"}:
         return ran[0]
+    # the variant of a check that is not this provider's, next to one that ran: no gap
+    ran = [o for o in ran if not (o.verdict == "not-run" and o.detail.startswith(VARIANT_SKIPS))]
     worst = min(ran, key=lambda o: ORDER.index(o.verdict))
     skipped = [o for o in ran if o.verdict == "not-run"]
     if worst.verdict == "passed" and skipped:

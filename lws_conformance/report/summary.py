@@ -28,7 +28,7 @@ class TestResult:
     nodeid: str
     duration: float
     outcomes: dict[str, dict[str, str]] = field(default_factory=dict)  # requirement -> Outcome.to_dict()
-    ran_on: str = ""  # "" = the cluster under test; else e.g. "private local cluster"
+    ran_on: str = ""  # "" = the cluster under test; else e.g. "private local cluster", "simulated kubelet"
 
     def merge(self, rid: str, outcome: verdicts.Outcome) -> None:
         """Keep the worst outcome of `rid` over the test's phases."""
@@ -85,7 +85,7 @@ def _rows(reqs: dict[str, Requirement], results: list[TestResult], provider: str
     for rid, req in sorted(reqs.items()):
         mine = by_req.get(rid, [])
         combined = verdicts.combine([o for _r, o in mine])
-        where = sorted({r.ran_on or f"{provider} cluster under test" for r, o in mine if o.verdict != "not-run"})
+        where = sorted({_where(r.ran_on, provider) for r, o in mine if o.verdict != "not-run"})
         rows.append(
             Row(
                 id=rid,
@@ -106,10 +106,19 @@ def _rows(reqs: dict[str, Requirement], results: list[TestResult], provider: str
     return rows
 
 
+def _where(ran_on: str, provider: str) -> str:
+    """ "local cluster under test", "private local cluster", "local cluster under test, simulated
+    kubelet" (the test wrote the kubelet's reports itself)."""
+    here = f"{provider} cluster under test"
+    if not ran_on:
+        return here
+    return f"{here}, {ran_on}" if ran_on == verdicts.SIMULATED else ran_on
+
+
 def private_only(row: Row) -> bool:
     """Every test of the row that ran did so on a private local cluster."""
     ran = [t for t in row.tests if t["verdict"] != "not-run"]
-    return bool(ran) and all(t["ran_on"] == verdicts.PRIVATE for t in ran)
+    return bool(ran) and all(t["ran_on"].split(", ")[0] == verdicts.PRIVATE for t in ran)
 
 
 def totals(rows: list[Row]) -> dict[str, int]:

@@ -11,6 +11,7 @@ run (kind, or a vendor's cluster): on the local cluster kwok runs none, so this 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import lws_helpers as L
@@ -95,16 +96,23 @@ def test_failing_readiness_probe_keeps_the_group_out_of_ready_replicas(
     scenario: Scenario, claim: Claims, unready: str
 ) -> None:
     """Group 1 of 2: one worker's (or the leader's) probe made to fail, then to pass again."""
-    sc, name, size = scenario, f"probe-{unready[0]}", 3
+    sc, name = scenario, f"probe-{unready[0]}"
     sc.require_real_kubelet()
+    target = f"{name}-1" if unready == "leader" else f"{name}-1-2"
+    probe_flips(sc, claim, name, target, lambda ready: set_probe(sc, target, ready=ready))
+
+
+def probe_flips(sc: Scenario, claim: Claims, name: str, target: str, set_ready: Callable[[bool], None]) -> None:
+    """Two groups of 3 (`probed_lws`) Ready; `set_ready(False)` makes `target`'s readiness probe
+    fail, `set_ready(True)` pass again; the LWS status is checked meanwhile and after."""
+    size = 3
     expected = P.expected_pod_names(name, 2, size)
     sc.create(probed_lws(name, 2, size))
     pods = sc.wait_pods(_ready_exactly(expected), "2 groups of 3 pods Ready (their probes pass)", timeout=180)
     sc.wait_lws(name, sc.settled(2), "Available with 2 ready groups")
     uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
 
-    target = f"{name}-1" if unready == "leader" else f"{name}-1-2"
-    set_probe(sc, target, ready=False)
+    set_ready(False)
     sc.wait_pods(_only_unready(expected, target, uids), f"the same pods, all Ready but {target} (its probe fails)")
     with claim("LWS-PROBE-001"):
         sc.wait_lws(name, L.one_ready_group_of_two, "readyReplicas 1 of 2, Progressing=True")
@@ -117,7 +125,7 @@ def test_failing_readiness_probe_keeps_the_group_out_of_ready_replicas(
         recreated = _recreated(sc, uids)
         assert not recreated, f"a failing readiness probe recreated {recreated}"
 
-    set_probe(sc, target, ready=True)
+    set_ready(True)
     sc.wait_pods(_ready_exactly(expected, uids), f"{target}'s probe passes: every pod Ready again")
     with claim("LWS-PROBE-001"):
         sc.wait_lws(name, lambda o: (o.get("status") or {}).get("readyReplicas") == 2, "readyReplicas 2 again")

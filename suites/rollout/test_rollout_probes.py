@@ -12,6 +12,7 @@ local cluster kwok runs none, so this reads not-run there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -104,6 +105,14 @@ def _pass_probe(sc: Scenario, pod: str) -> None:
 def test_rollout_waits_for_real_readiness_probes(scenario: Scenario, claim: Claims) -> None:
     sc, name = scenario, "rprobe"
     sc.require_real_kubelet()
+    rollout_waits_for_probes(sc, claim, name, {"containers": [_container(NEW)]}, lambda pod: _pass_probe(sc, pod))
+
+
+def rollout_waits_for_probes(
+    sc: Scenario, claim: Claims, name: str, worker_spec: Obj, pass_probe: Callable[[str], None]
+) -> None:
+    """Three groups of 2 Ready; the worker template's spec is patched with `worker_spec`, whose
+    pods stay not Ready until `pass_probe(pod)`; the rollout is checked group by group."""
     expected = P.expected_pod_names(name, 3, 2)
     sc.create(_lws(name))
     pods = sc.wait_pods(
@@ -114,9 +123,7 @@ def test_rollout_waits_for_real_readiness_probes(scenario: Scenario, claim: Clai
     sc.wait_lws(name, sc.settled(3), "Available with 3 ready groups")
     uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
 
-    sc.patch_lws(
-        name, {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"containers": [_container(NEW)]}}}}}
-    )
+    sc.patch_lws(name, {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": worker_spec}}}})
     sc.wait_pods(_replaced(2, name, uids), "group 2 recreated from the new template, its worker running", timeout=STEP)
     with claim("ROLL-PROBE-001"):
         violation = sc.observe_pods(_untouched([0, 1], name, uids), duration=HOLD)
@@ -132,5 +139,5 @@ def test_rollout_waits_for_real_readiness_probes(scenario: Scenario, claim: Clai
                     f"once group {group + 1}'s probes pass, group {group} is updated",
                     timeout=STEP,
                 )
-            _pass_probe(sc, f"{name}-{group}-1")
+            pass_probe(f"{name}-{group}-1")
         sc.wait_lws(name, sc.settled(3), "the rollout complete: 3 updated, ready groups", timeout=STEP)
