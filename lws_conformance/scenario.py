@@ -26,6 +26,10 @@ NEEDS_KUBELET = (
     "run it on kind (`lwsc --profile kind run`) or a cluster of yours"
 )
 
+# The local skip of a check whose simulated-kubelet twin (`require_simulated_kubelet`) checks the
+# same requirement here: next to the twin's outcome it leaves no case unchecked (verdicts.combine).
+SIMULATED_HERE = "not-run on the local cluster: its simulated-kubelet variant {twin} checks the same here; "
+
 NEEDS_KIND = (
     "not-run: the fault touches the node containers or controller pods of a kind cluster lwsc "
     "brought up; run it with `lwsc --profile kind run`"
@@ -58,21 +62,23 @@ class Scenario:
     def custom(self) -> client.CustomObjectsApi:
         return client.CustomObjectsApi(self.api)
 
-    def require_real_kubelet(self) -> None:
+    def require_real_kubelet(self, simulated_by: str = "") -> None:
         """Skip (not-run) on the local cluster, whose kwok nodes run no container: for checks of
-        what a running process sees or does."""
+        what a running process sees or does. `simulated_by`: the test function that checks the
+        same requirements here with a simulated kubelet (its skip is then no gap)."""
         if self.cluster.provider == "local":
             import pytest  # only suites call this
 
-            pytest.skip(NEEDS_KUBELET)
+            pytest.skip(SIMULATED_HERE.format(twin=simulated_by) + NEEDS_KUBELET if simulated_by else NEEDS_KUBELET)
 
-    def require_kind(self, chaos_node: bool = False) -> str:
+    def require_kind(self, chaos_node: bool = False, simulated_by: str = "") -> str:
         """Skip (not-run) unless the cluster is a kind cluster lwsc brought up, and with
-        `chaos_node` one with a chaos node; returns the chaos node's name (or "")."""
+        `chaos_node` one with a chaos node; returns the chaos node's name (or ""). `simulated_by`
+        as for `require_real_kubelet`."""
         import pytest  # only suites call this
 
         if self.cluster.provider != "kind":
-            pytest.skip(NEEDS_KIND)
+            pytest.skip(SIMULATED_HERE.format(twin=simulated_by) + NEEDS_KIND if simulated_by else NEEDS_KIND)
         node = self.cluster.endpoints.get("kind-chaos-node", "")
         if chaos_node and not node:
             pytest.skip(

@@ -42,14 +42,14 @@ PRIVATE = "private local cluster"  # where tests that kill controllers or fail n
 SIMULATED = "simulated kubelet"
 
 
-# The skips of a provider's variant of a check: a test that needs real kubelets or a kind cluster's
-# node containers, skipped on the local cluster, and one that writes the kubelet's reports itself,
-# skipped where kubelets run (`Scenario.require_real_kubelet`, `require_kind`,
-# `require_simulated_kubelet`). Next to a test of the same requirement that ran, such a skip leaves
-# no case unchecked (every test of a requirement checks all of it), so it makes no `partial`.
+# The skips of a provider's variant of a check: on the local cluster, a real-kubelet or kind test
+# whose simulated-kubelet twin checks the same requirements there (`require_real_kubelet` /
+# `require_kind` with `simulated_by`), and on real kubelets the twin itself
+# (`require_simulated_kubelet`). Next to a test of the same requirement that ran, such a skip leaves
+# no case unchecked, so it makes no `partial`; every other skip (a kind-only case without a twin)
+# still does.
 VARIANT_SKIPS = (
-    "not-run on the local cluster: needs a real kubelet",
-    "not-run: the fault touches the node containers or controller pods of a kind cluster",
+    "not-run on the local cluster: its simulated-kubelet variant",
     "not-run on real kubelets:",
 )
 

@@ -15,7 +15,7 @@ from lws_conformance import catalogue, verdicts
 from lws_conformance.chaos import kubelet
 from lws_conformance.k8s import predicates as P
 from lws_conformance.report import summary
-from lws_conformance.scenario import NEEDS_KIND, NEEDS_KUBELET
+from lws_conformance.scenario import NEEDS_KIND, NEEDS_KUBELET, SIMULATED_HERE
 
 ROOT = Path(__file__).resolve().parent.parent
 Obj = dict[str, Any]
@@ -155,13 +155,16 @@ def test_a_simulated_test_says_so_where_it_ran() -> None:
     assert not summary.private_only(row)
 
 
+TWIN_SKIP = SIMULATED_HERE.format(twin="t") + NEEDS_KUBELET
+
+
 def test_the_row_of_a_simulated_test_reads_simulated_kubelet() -> None:
     req = catalogue.default()["CHAOS-RESTART-010"]
     results = [
         summary.TestResult("suites/chaos/test_restart_simulated.py::t", 1.0,
                            {req.id: verdicts.Outcome("passed").to_dict()}, ran_on=verdicts.simulated("")),
         summary.TestResult("suites/chaos/test_restart_policy.py::t", 0.0,
-                           {req.id: verdicts.Outcome("not-run", NEEDS_KUBELET).to_dict()}),
+                           {req.id: verdicts.Outcome("not-run", TWIN_SKIP).to_dict()}),
     ]
     (row,) = [r for r in summary.build({req.id: req}, results) if r.id == req.id]
     assert row.verdict == "passed" and row.ran_on == ["local cluster under test, simulated kubelet"]
@@ -229,16 +232,45 @@ def test_every_requirement_the_local_cluster_cannot_run_says_why() -> None:
 
 def test_a_providers_variant_skipped_next_to_one_that_ran_is_no_gap() -> None:
     passed, failed = verdicts.Outcome("passed"), verdicts.Outcome("failed", "group 1 not recreated")
-    real = verdicts.Outcome("not-run", "not-run on the local cluster: needs a real kubelet (kwok runs no container)")
+    twin = SIMULATED_HERE.format(twin="test_simulated_x")
+    real = verdicts.Outcome("not-run", twin + NEEDS_KUBELET)
+    kind = verdicts.Outcome("not-run", twin + NEEDS_KIND)
     fake = verdicts.Outcome("not-run", "not-run on real kubelets: the test reports ... by patching pod status")
     other = verdicts.Outcome("not-run", "not-run: needs a private local cluster")
     assert verdicts.combine([real, passed]).verdict == "passed"
+    assert verdicts.combine([kind, passed]).verdict == "passed"
     assert verdicts.combine([passed, fake]).verdict == "passed"
     assert verdicts.combine([real, failed]).verdict == "failed"
     assert verdicts.combine([real, passed, other]).verdict == "partial"  # any other skip is still a gap
     assert verdicts.combine([real]).verdict == "not-run" and verdicts.combine([real, fake]).verdict == "not-run"
+    # a kind-only case without a simulated twin (a controller pod deleted mid-rollout) stays a gap
+    for lone in (NEEDS_KUBELET, NEEDS_KIND):
+        assert verdicts.combine([passed, verdicts.Outcome("not-run", lone)]).verdict == "partial"
+    assert (twin + NEEDS_KUBELET).startswith(verdicts.VARIANT_SKIPS)
+    assert not NEEDS_KUBELET.startswith(verdicts.VARIANT_SKIPS) and not NEEDS_KIND.startswith(verdicts.VARIANT_SKIPS)
 
-    assert NEEDS_KUBELET.startswith(verdicts.VARIANT_SKIPS) and NEEDS_KIND.startswith(verdicts.VARIANT_SKIPS)
+
+def test_every_named_simulated_twin_checks_the_same_requirements() -> None:
+    """`simulated_by` makes a skip no gap, so the twin it names must exist, simulate the kubelet and
+    claim every requirement of the test that names it."""
+    tests_of: dict[str, set[str]] = {}
+    for req in catalogue.default().values():
+        for t in req.tests:
+            tests_of.setdefault(t.partition("::")[2].split("[")[0], set()).add(req.id)
+    named = 0
+    for path in sorted((ROOT / "suites").rglob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+            for call in (c for c in ast.walk(fn) if isinstance(c, ast.Call)):
+                for kw in call.keywords:
+                    if kw.arg == "simulated_by" and isinstance(kw.value, ast.Constant):
+                        twin, named = str(kw.value.value), named + 1
+                        assert twin in tests_of, f"{path.name}::{fn.name}: simulated_by {twin!r} is no test"
+                        assert tests_of.get(fn.name, set()) <= tests_of[twin], (
+                            f"{fn.name} claims {sorted(tests_of.get(fn.name, set()) - tests_of[twin])}, "
+                            f"which its twin {twin} does not"
+                        )
+    assert named >= 7
 
 
 def test_the_scripted_kubelet_runs_the_longest_pre_stop_sleep() -> None:

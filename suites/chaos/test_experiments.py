@@ -362,7 +362,7 @@ def test_container_killed_through_the_runtime_recreates_its_group(
     node (no API write); the kubelet restarts it, and LWS must recreate group 0 whole (every pod
     new) while group 1 keeps its pods and containers."""
     sc = scenario
-    sc.require_kind()
+    sc.require_kind(simulated_by="test_simulated_container_exit_recreates_its_group")
     sc.create(_lws())
     cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace}
     assert probes.seconds_until_steady("chaos", 120, configuration=cfg) >= 0
@@ -389,7 +389,7 @@ def test_recreated_group_pods_terminate_gracefully(scenario: Scenario, request: 
     30, not 0) and stay terminating at least as long as its preStop hook sleeps (the kubelet ran
     it; the main process, agnhost pause, exits on SIGTERM at once)."""
     sc = scenario
-    sc.require_kind()
+    sc.require_kind(simulated_by="test_simulated_recreated_group_pods_terminate_gracefully")
     obj = _lws(replicas=1, size=2)
     for key in ("leaderTemplate", "workerTemplate"):
         spec = obj["spec"]["leaderWorkerTemplate"][key]["spec"]

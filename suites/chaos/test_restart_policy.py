@@ -313,7 +313,7 @@ def test_a_container_exiting_on_its_own_recreates_its_group(scenario: Scenario) 
     """Under RecreateGroupOnPodRestart a worker's process that exits by itself (the kubelet
     restarts the container) makes LWS recreate the whole group; the other group keeps its pods."""
     sc, name, group = scenario, "ex", 1
-    sc.require_real_kubelet()
+    sc.require_real_kubelet(simulated_by="test_simulated_container_exit_recreates_its_group")
     lws = sc.create(_exiting_lws(name, "RecreateGroupOnPodRestart"))
     before = _steady(sc, lws, timeout=180 * scale())
     _exit_container(sc, f"{name}-{group}-1")
@@ -355,7 +355,7 @@ def test_an_init_container_restart_recreates_its_group(scenario: Scenario) -> No
     names) while group 0, already Ready, keeps its pods. The gate is then opened and group 1 comes
     up."""
     sc, name, group = scenario, "ini", 1
-    sc.require_real_kubelet()
+    sc.require_real_kubelet(simulated_by="test_simulated_init_container_restart_recreates_its_group")
     target = f"{name}-{group}-1"
     sc.core.create_namespaced_config_map(sc.namespace, {"metadata": {"name": GATE}, "data": {"fail": target}})
     lws = sc.create(_init_gated_lws(name))
@@ -395,7 +395,7 @@ def test_under_none_a_container_exiting_on_its_own_only_restarts_itself(scenario
     """Under restartPolicy None the same exit restarts that container in place (its restartCount
     grows, the pod keeps its UID) and no pod of any group is recreated."""
     sc, name = scenario, "exn"
-    sc.require_real_kubelet()
+    sc.require_real_kubelet(simulated_by="test_simulated_container_exit_under_none_restarts_only_itself")
     lws = sc.create(_exiting_lws(name, "None"))
     before = _steady(sc, lws, timeout=180 * scale())
     target = f"{name}-0-1"

@@ -97,7 +97,7 @@ def test_failing_readiness_probe_keeps_the_group_out_of_ready_replicas(
 ) -> None:
     """Group 1 of 2: one worker's (or the leader's) probe made to fail, then to pass again."""
     sc, name = scenario, f"probe-{unready[0]}"
-    sc.require_real_kubelet()
+    sc.require_real_kubelet(simulated_by="test_simulated_failing_readiness_probe_keeps_the_group_out_of_ready_replicas")
     target = f"{name}-1" if unready == "leader" else f"{name}-1-2"
     probe_flips(sc, claim, name, target, lambda ready: set_probe(sc, target, ready=ready))
 

@@ -104,7 +104,7 @@ def _pass_probe(sc: Scenario, pod: str) -> None:
 @pytest.mark.requirement("ROLL-PROBE-002")
 def test_rollout_waits_for_real_readiness_probes(scenario: Scenario, claim: Claims) -> None:
     sc, name = scenario, "rprobe"
-    sc.require_real_kubelet()
+    sc.require_real_kubelet(simulated_by="test_simulated_rollout_waits_for_readiness_probes")
     rollout_waits_for_probes(sc, claim, name, {"containers": [_container(NEW)]}, lambda pod: _pass_probe(sc, pod))
 
 
