@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import ds_helpers as D
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import observe
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import ClusterHandle, Scenario, observe, workloads
+from lws_conformance.testing import predicates as P
+
+from . import ds_helpers as D
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]

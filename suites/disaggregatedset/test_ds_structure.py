@@ -9,14 +9,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-import ds_helpers as D
 import pytest
 
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import WaitTimeout, observe
-from lws_conformance.observe import artifact_dir, record, saved
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.testing import (
+    LWS_GROUP,
+    LWS_PLURAL,
+    LWS_VERSION,
+    Claims,
+    Scenario,
+    WaitTimeout,
+    artifact_dir,
+    observe,
+    record,
+    saved,
+)
+from lws_conformance.testing import predicates as P
+
+from . import ds_helpers as D
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]

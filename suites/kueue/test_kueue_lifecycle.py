@@ -15,17 +15,25 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.claims import Claims
-from lws_conformance.errors import Failures
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import WaitTimeout, wait_for
-from lws_conformance.observe import artifact_dir, record, saved
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    Claims,
+    ClusterHandle,
+    Failures,
+    Scenario,
+    WaitTimeout,
+    artifact_dir,
+    history,
+    images,
+    record,
+    saved,
+    wait_for,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -335,7 +343,7 @@ def test_leader_ready_startup_under_kueue(
         scenario.wait_pods(K.all_ready(replicas, size), "every group Ready", selector=K.selector("lr"))
         scenario.wait_lws("lr", scenario.settled(replicas), "Available")
     events = saved(tl, artifact_dir(tmp_path), "lr", lws="lr")
-    early = [w for g in range(replicas) for w in P.workers_before_leader_ready(events, "lr", g)]
+    early = [w for g in range(replicas) for w in history.workers_before_leader_ready(events, "lr", g)]
     assert not early, f"workers created before their leader was Ready: {early}"
 
 

@@ -10,16 +10,23 @@ from __future__ import annotations
 
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.errors import WaitTimeout
-from lws_conformance.k8s import admission
-from lws_conformance.k8s.wait import scale
-from lws_conformance.scenario import LWS_API, LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.testing import (
+    LWS_API,
+    LWS_GROUP,
+    LWS_PLURAL,
+    LWS_VERSION,
+    Claims,
+    Scenario,
+    WaitTimeout,
+    admission,
+    scaled_seconds,
+    workloads,
+)
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -123,7 +130,7 @@ def test_a_terminating_lws_whose_owner_is_gone_finishes_deleting(
                 if left:
                     meta = left[0]["metadata"]
                     raise AssertionError(
-                        f"LWS child still Terminating {GONE_SECONDS * scale():.0f}s after its deletion, "
+                        f"LWS child still Terminating {scaled_seconds(GONE_SECONDS):.0f}s after its deletion, "
                         f"finalizers {meta.get('finalizers') or []}"
                     ) from None
     finally:

@@ -12,15 +12,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import wait_for
-from lws_conformance.observe import artifact_dir, record, saved
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    ClusterHandle,
+    Scenario,
+    artifact_dir,
+    history,
+    images,
+    record,
+    saved,
+    wait_for,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -135,7 +142,7 @@ def test_rolling_update_without_surge_completes_within_quota(
             "ru", scenario.settled(replicas), "rollout finished: updated == ready == replicas, Available"
         )
     events = saved(tl, artifact_dir(tmp_path), "ru", lws="ru")
-    wrong = P.quota_violations(events, quota, lambda pod: 1, lambda wl: size, _workload_of(uids))
+    wrong = history.quota_violations(events, quota, lambda pod: 1, lambda wl: size, _workload_of(uids))
     timeline = artifact_dir(tmp_path) / "ru.timeline.json"
     assert not wrong, f"{gpu} quota {quota} exceeded during the rollout: {wrong} (timeline: {timeline})"
     names = {workloads.lws_workload_name("ru", uids["ru"], i) for i in range(replicas)}

@@ -13,15 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import lws_helpers as L
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.execute import run_in_pod
-from lws_conformance.k8s.wait import scale
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, images, run_in_pod, workloads
+from lws_conformance.testing import predicates as P
+
+from . import lws_helpers as L
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -52,21 +49,13 @@ def probed_lws(name: str, replicas: int, size: int) -> Obj:
 def set_probe(sc: Scenario, pod: str, ready: bool) -> None:
     """Make the kubelet's probe of `pod` pass (write READY_FILE) or fail (remove it)."""
     script = f"echo ok > {READY_FILE}" if ready else f"/bin/busybox rm -f {READY_FILE}"
-    ran = run_in_pod(sc.api, sc.namespace, pod, _container(sc, pod), ["/bin/sh", "-c", script], timeout=30 * scale())
+    ran = run_in_pod(sc.api, sc.namespace, pod, _container(sc, pod), ["/bin/sh", "-c", script], timeout=30)
     assert ran.returncode == 0, f"exec in {pod} ({script!r}) exited {ran.returncode}: {ran.stderr.strip()!r}"
 
 
 def _container(sc: Scenario, pod: str) -> str:
     return str(sc.core.read_namespaced_pod(pod, sc.namespace).spec.containers[0].name)
 
-
-def _ready_exactly(expected: set[str], uids: dict[str, str] | None = None) -> Any:
-    def check(pods: list[Obj]) -> list[Obj] | None:
-        live = P.live(pods)
-        same = uids is None or all(p["metadata"]["uid"] == uids.get(p["metadata"]["name"]) for p in live)
-        return live if same and P.names(pods) == expected and all(P.pod_ready(p) for p in live) else None
-
-    return check
 
 
 def _only_unready(expected: set[str], unready: str, uids: dict[str, str]) -> Any:
@@ -99,7 +88,7 @@ def test_failing_readiness_probe_keeps_the_group_out_of_ready_replicas(
     sc.require_real_kubelet()
     expected = P.expected_pod_names(name, 2, size)
     sc.create(probed_lws(name, 2, size))
-    pods = sc.wait_pods(_ready_exactly(expected), "2 groups of 3 pods Ready (their probes pass)", timeout=180)
+    pods = sc.wait_pods(P.ready_exactly(expected), "2 groups of 3 pods Ready (their probes pass)", timeout=180)
     sc.wait_lws(name, sc.settled(2), "Available with 2 ready groups")
     uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
 
@@ -118,7 +107,7 @@ def test_failing_readiness_probe_keeps_the_group_out_of_ready_replicas(
         assert not recreated, f"a failing readiness probe recreated {recreated}"
 
     set_probe(sc, target, ready=True)
-    sc.wait_pods(_ready_exactly(expected, uids), f"{target}'s probe passes: every pod Ready again")
+    sc.wait_pods(P.ready_exactly(expected, uids), f"{target}'s probe passes: every pod Ready again")
     with claim("LWS-PROBE-001"):
         sc.wait_lws(name, lambda o: (o.get("status") or {}).get("readyReplicas") == 2, "readyReplicas 2 again")
     with claim("LWS-PROBE-002"):

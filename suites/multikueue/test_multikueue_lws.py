@@ -12,19 +12,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 from kubernetes.client.exceptions import ApiException
-from mk_helpers import MultiKueue, Worker
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.errors import WaitTimeout
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.client import to_dict
-from lws_conformance.k8s.wait import observe, wait_for
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION
+from lws_conformance.testing import (
+    LWS_GROUP,
+    LWS_PLURAL,
+    LWS_VERSION,
+    Claims,
+    ClusterHandle,
+    WaitTimeout,
+    observe,
+    to_dict,
+    wait_for,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from ..kueue import kueue_helpers as K
+from .mk_helpers import MultiKueue, Worker
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]

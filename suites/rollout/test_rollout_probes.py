@@ -16,12 +16,8 @@ from typing import Any
 
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.execute import run_in_pod
-from lws_conformance.k8s.wait import scale
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, images, run_in_pod, workloads
+from lws_conformance.testing import predicates as P
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -45,7 +41,7 @@ OLD = f"echo ok > {READY_FILE}; exec /agnhost pause"
 NEW = "exec /agnhost pause"  # the updated worker: not Ready until the test writes READY_FILE
 
 
-def _lws(name: str) -> Obj:
+def rollout_lws(name: str) -> Obj:
     obj = workloads.lws(name, replicas=3, size=2)
     lwt = obj["spec"]["leaderWorkerTemplate"]
     for key in ("leaderTemplate", "workerTemplate"):
@@ -94,7 +90,7 @@ def _untouched(groups: list[int], name: str, uids: dict[str, str]) -> Any:
 
 def _pass_probe(sc: Scenario, pod: str) -> None:
     ran = run_in_pod(
-        sc.api, sc.namespace, pod, "main", ["/bin/sh", "-c", f"echo ok > {READY_FILE}"], timeout=30 * scale()
+        sc.api, sc.namespace, pod, "main", ["/bin/sh", "-c", f"echo ok > {READY_FILE}"], timeout=30
     )
     assert ran.returncode == 0, f"exec in {pod} exited {ran.returncode}: {ran.stderr.strip()!r}"
 
@@ -105,7 +101,7 @@ def test_rollout_waits_for_real_readiness_probes(scenario: Scenario, claim: Clai
     sc, name = scenario, "rprobe"
     sc.require_real_kubelet()
     expected = P.expected_pod_names(name, 3, 2)
-    sc.create(_lws(name))
+    sc.create(rollout_lws(name))
     pods = sc.wait_pods(
         lambda ps: P.live(ps) if P.names(ps) == expected and all(P.pod_ready(p) for p in P.live(ps)) else None,
         "3 groups of 2 pods Ready (their probes pass)",
