@@ -25,6 +25,7 @@ PLURALS = {
     "Topology": "topologies",
     "Workload": "workloads",
     "WorkloadPriorityClass": "workloadpriorityclasses",
+    "MultiKueueCluster": "multikueueclusters",
     "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
     "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
 }
@@ -42,9 +43,12 @@ API_VERSIONS = {
     "Topology": _KUEUE,
     "Workload": _KUEUE,
     "WorkloadPriorityClass": _KUEUE,
+    "MultiKueueCluster": _KUEUE,
     "ValidatingAdmissionPolicy": _ADMISSION,
     "ValidatingAdmissionPolicyBinding": _ADMISSION,
 }
+# cluster-scoped kinds suites read but never create (lwsc up creates them)
+CLUSTER_SCOPED_READ = {"MultiKueueCluster"}
 # cluster-scoped kinds suites create (named per test), with the API version a sweep lists them by
 CLUSTER_SCOPED = {
     "ClusterQueue": _KUEUE,

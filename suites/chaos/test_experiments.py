@@ -234,15 +234,7 @@ def test_kueue_outage_delays_but_does_not_break_a_group_restart(
         ok = {o["metadata"]["name"] for o in objs if P.condition(o, "Admitted") == "True"}
         return set(wl) <= ok
 
-    sc.wait_in_namespace(
-        sc.custom.list_namespaced_custom_object,
-        "Workloads",
-        admitted,
-        f"{wl} Admitted",
-        group=workloads.KUEUE_GROUP,
-        version=workloads.KUEUE_VERSION,
-        plural="workloads",
-    )
+    sc.wait_objects("Workload", admitted, f"{wl} Admitted", what=f"Workloads in {sc.namespace}")
     _OUTAGE.clear()
     with record(sc.api, sc.namespace) as tl:
         journal = _run(sc, _kueue_outage_experiment(cfg), request, run_id)

@@ -399,8 +399,7 @@ def test_recreated_group_is_readmitted_whole_under_kueue(scenario: Scenario, uni
 
 
 def _workloads(sc: Scenario) -> list[Obj]:
-    out = sc.custom.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", sc.namespace, "workloads")
-    return list(out["items"])
+    return sc.list_objects("Workload")
 
 
 def _admitted(wl: Obj) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lws_conformance.testing import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario, admission, images, reached
+from lws_conformance.testing import Scenario, admission, images, reached
 
 Obj = dict[str, Any]
 GROUP, VERSION, PLURAL = "disaggregatedset.x-k8s.io", "v1", "disaggregatedsets"
@@ -153,16 +153,7 @@ def wait_roles_check(mine: list[Obj], want: dict[str, int]) -> dict[str, Obj] | 
 
 
 def wait_lws(sc: Scenario, check: Any, condition: str, timeout: float = 90) -> Any:
-    return sc.wait_in_namespace(
-        sc.custom.list_namespaced_custom_object,
-        "LWSs",
-        check,
-        condition,
-        timeout,
-        group=LWS_GROUP,
-        version=LWS_VERSION,
-        plural=LWS_PLURAL,
-    )
+    return sc.wait_objects("LeaderWorkerSet", check, condition, timeout, what=f"LWSs in {sc.namespace}")
 
 
 def wait_replicas(sc: Scenario, set_name: str, want: dict[str, int], condition: str, timeout: float = 90) -> None:

@@ -84,9 +84,7 @@ def test_each_role_group_admitted_as_a_gang(scenario: Scenario, lwsc_cluster: Cl
         uid, replicas = o["metadata"]["uid"], o["spec"]["replicas"]
         assert (o["metadata"].get("labels") or {}).get(workloads.QUEUE_LABEL) == QUEUE, f"{name} lacks the queue label"
         expected = {workloads.lws_workload_name(name, uid, i) for i in range(replicas)}
-        wls = sc.custom.list_namespaced_custom_object(
-            workloads.KUEUE_GROUP, workloads.KUEUE_VERSION, sc.namespace, "workloads", label_selector=f"{JOB_UID}={uid}"
-        )["items"]
+        wls = sc.list_objects("Workload", selector=f"{JOB_UID}={uid}")
         assert {w["metadata"]["name"] for w in wls} == expected, (
             f"{name}: Workloads {[w['metadata']['name'] for w in wls]}"
         )

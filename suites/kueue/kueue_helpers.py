@@ -20,7 +20,6 @@ from lws_conformance.testing import (
     Scenario,
     Topology,
     json_log_records,
-    wait_for,
     workloads,
 )
 from lws_conformance.testing import kueue_evidence as E
@@ -143,33 +142,26 @@ def lws_uid(scenario: Scenario, name: str) -> str:
     return uid
 
 
-def list_workloads_fn(scenario: Scenario) -> Callable[..., Any]:
-    return scenario.custom.list_namespaced_custom_object
+def workload_selector(uid: str) -> str:
+    """The label selector of the Workloads of one LWS (Kueue labels them with its UID)."""
+    return f"{JOB_UID}={uid}"
 
 
-def workload_kwargs(scenario: Scenario, uid: str) -> dict[str, Any]:
-    """list/watch arguments selecting the Workloads of one LWS (Kueue labels them with its UID)."""
-    return {
-        "group": workloads.KUEUE_GROUP,
-        "version": workloads.KUEUE_VERSION,
-        "namespace": scenario.namespace,
-        "plural": "workloads",
-        "label_selector": f"{JOB_UID}={uid}",
-    }
+def workloads_of(scenario: Scenario, uid: str) -> list[Obj]:
+    """The Workloads of one LWS, as they are now."""
+    return scenario.list_objects("Workload", selector=workload_selector(uid))
 
 
 def wait_workloads(
     scenario: Scenario, uid: str, predicate: Callable[[list[Obj]], Any], condition: str, timeout: float = 60
 ) -> Any:
-    return wait_for(
-        scenario.api,
-        list_workloads_fn(scenario),
+    return scenario.wait_objects(
+        "Workload",
         predicate,
+        condition,
+        timeout,
+        selector=workload_selector(uid),
         what=f"Workloads in {scenario.namespace} ({JOB_UID}={uid})",
-        condition=condition,
-        timeout=timeout,
-        diagnose=scenario.diagnose,
-        **workload_kwargs(scenario, uid),
     )
 
 
@@ -342,7 +334,7 @@ def one_pod_groups_held(
     not all become Ready: one failure per group not Admitted with both pods Ready, each naming the
     group's state (`kueue_evidence.one_pod_group_failure`)."""
     uid = lws_uid(scenario, lws_name)
-    named = by_name(list_workloads_fn(scenario)(**workload_kwargs(scenario, uid))["items"])
+    named = by_name(workloads_of(scenario, uid))
     groups = groups_of(P.live(scenario.pods(selector(lws_name))))
     gpu = cluster.topology.gpu_resource
     read: dict[str | None, dict[str, int] | None] = {}

@@ -112,8 +112,7 @@ def test_group_without_quota_stays_wholly_gated(scenario: Scenario, lwsc_cluster
     escaped = scenario.observe_pods(violation, K.OBSERVE_SECONDS)
     assert escaped is None, escaped
 
-    listing: Any = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))
-    wls = K.by_name(listing["items"])
+    wls = K.by_name(K.workloads_of(scenario, uid))
     assert not K.quota_reserved(wls[pending["metadata"]["name"]]), "the waiting Workload got quota"
     assert K.admitted(wls[workloads.lws_workload_name("gang", uid, running)])
     pods = scenario.pods(K.selector("gang"))

@@ -28,7 +28,6 @@ from lws_conformance.testing import (
     images,
     record,
     saved,
-    wait_for,
     workloads,
 )
 from lws_conformance.testing import predicates as P
@@ -143,7 +142,7 @@ def test_deactivated_workload_evicts_its_whole_group_and_is_kept(
         escaped = scenario.observe_pods(K.leak(0), K.OBSERVE_SECONDS, selector=K.selector("da"))
         assert escaped is None, escaped
     with claim("KUEUE-DEACT-002"):
-        still = K.by_name(scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))["items"])
+        still = K.by_name(K.workloads_of(scenario, uid))
         assert wl in still and still[wl]["spec"].get("active") is False, (
             f"deactivated Workload {wl} was deleted or reactivated: present={wl in still}"
         )
@@ -197,16 +196,13 @@ def test_restart_policy_none_replaces_only_the_deleted_pod_through_the_gate(
         ready = K.all_ready(1, size)(objs)
         return live if ready and live[victim]["metadata"]["uid"] != uids[victim] else None
 
-    live = wait_for(
-        scenario.api,
-        scenario.core.list_namespaced_pod,
+    live = scenario.wait_objects(
+        "Pod",
         K.act_then_wait(lambda: scenario.core.delete_namespaced_pod(victim, scenario.namespace), replaced),
-        what=f"pods of {scenario.namespace}/rn",
-        condition=f"{victim} replaced (new UID) and the group Ready",
+        f"{victim} replaced (new UID) and the group Ready",
         timeout=60,
-        diagnose=scenario.diagnose,
-        namespace=scenario.namespace,
-        label_selector=K.selector("rn"),
+        selector=K.selector("rn"),
+        what=f"pods of {scenario.namespace}/rn",
     )
     others = {n: p["metadata"]["uid"] for n, p in live.items() if n != victim}
     assert others == {n: u for n, u in uids.items() if n != victim}, f"pods other than {victim} were replaced"
@@ -441,25 +437,22 @@ def test_lws_without_queue_name_is_not_managed_by_default(scenario: Scenario, lw
         labelled.update(p["metadata"]["name"] for p in pods if (p["metadata"].get("labels") or {}).get(MANAGED))
         return K.all_ready(replicas, size)(pods)
 
-    wait_for(
-        scenario.api,
-        scenario.core.list_namespaced_pod,
+    scenario.wait_objects(
+        "Pod",
         K.act_then_wait(lambda: scenario.create(obj), check),
-        what=f"pods of {scenario.namespace}/nq",
-        condition="every group Ready",
+        "every group Ready",
         timeout=60,
-        diagnose=scenario.diagnose,
-        namespace=scenario.namespace,
-        label_selector=K.selector("nq"),
+        selector=K.selector("nq"),
+        what=f"pods of {scenario.namespace}/nq",
     )
     uid = K.lws_uid(scenario, "nq")
-    listing: Any = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))
+    listing = K.workloads_of(scenario, uid)
     problems = []
     if gated:
         problems.append(f"pods {sorted(gated)} of an LWS without a queue name were held by Kueue's admission gate")
     if labelled:
         problems.append(f"pods {sorted(labelled)} of an LWS without a queue name were labelled {MANAGED}")
-    if listing["items"]:
+    if listing:
         problems.append(f"Kueue created Workloads {[w['metadata']['name'] for w in listing['items']]}")
     if problems:
         raise Failures(problems)
@@ -476,7 +469,7 @@ def _status_written(lws: Obj) -> float | None:
 
 
 def _surge_workload_exists(scenario: Scenario, uid: str, surge: str) -> bool:
-    found = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))["items"]
+    found = K.workloads_of(scenario, uid)
     return surge in K.by_name(found)
 
 

@@ -27,7 +27,6 @@ from lws_conformance.testing import (
     Scenario,
     WaitTimeout,
     node_manifest,
-    wait_for,
     workloads,
 )
 from lws_conformance.testing import kueue_evidence as E
@@ -195,15 +194,13 @@ def _slot_node(scenario: Scenario, unique: str, name: str, capacity: dict[str, s
         body["status"][field] = dict(capacity)
     scenario.core.create_node(body)  # type: ignore[arg-type]  # the client accepts dicts
     scenario.core.patch_node_status(name, {"status": body["status"]})
-    wait_for(
-        scenario.api,
-        scenario.core.list_node,
+    scenario.wait_objects(
+        "Node",
         lambda ns: ns if ns and P.condition(ns[0], "Ready") == "True" and not _not_ready_taints(ns[0]) else None,
-        what=f"Node {name}",
-        condition="Ready (kwok) and untainted by the node lifecycle controller",
+        "Ready (kwok) and untainted by the node lifecycle controller",
         timeout=30,
-        diagnose=scenario.diagnose,
         field_selector=f"metadata.name={name}",
+        what=f"Node {name}",
     )
 
 

@@ -15,9 +15,6 @@ from kubernetes.client.exceptions import ApiException
 
 from lws_conformance.testing import (
     LWS_API,
-    LWS_GROUP,
-    LWS_PLURAL,
-    LWS_VERSION,
     Claims,
     Scenario,
     WaitTimeout,
@@ -55,9 +52,9 @@ def _release(scenario: Scenario, name: str) -> None:
             raise
 
 
-def _lws_list(name: str) -> dict[str, Any]:
-    """list/watch arguments selecting LWS `name` (the namespace is the wait's)."""
-    return {"group": LWS_GROUP, "version": LWS_VERSION, "plural": LWS_PLURAL, "field_selector": f"metadata.name={name}"}
+def _named(name: str) -> str:
+    """The field selector of the object named `name`."""
+    return f"metadata.name={name}"
 
 
 @pytest.mark.requirement("KUEUE-TEARDOWN-001")
@@ -90,10 +87,12 @@ def test_a_terminating_lws_whose_owner_is_gone_finishes_deleting(
     scenario.create(child)
     try:
         _delete(scenario, "parent", "Background")
-        lws = scenario.custom.list_namespaced_custom_object
         ns = scenario.namespace
-        scenario.wait_gone(
-            lws, "LeaderWorkerSet parent deleted (background propagation)", namespace=ns, **_lws_list("parent")
+        scenario.wait_objects_gone(
+            "LeaderWorkerSet",
+            "LeaderWorkerSet parent deleted (background propagation)",
+            what=f"objects in {ns}",
+            field_selector=_named("parent"),
         )
         _delete(scenario, "child")
 
@@ -102,12 +101,12 @@ def test_a_terminating_lws_whose_owner_is_gone_finishes_deleting(
                 return "gone"
             return objs[0] if objs[0]["metadata"].get("deletionTimestamp") else None
 
-        seen = scenario.wait_in_namespace(
-            lws,
-            "LeaderWorkerSet child",
+        seen = scenario.wait_objects(
+            "LeaderWorkerSet",
             terminating_or_gone,
             "Terminating (or already gone)",
-            **_lws_list("child"),
+            what=f"LeaderWorkerSet child in {ns}",
+            field_selector=_named("child"),
         )
         finalizers = seen["metadata"].get("finalizers") or [] if isinstance(seen, dict) else []
         if FOREGROUND in finalizers:
@@ -122,11 +121,15 @@ def test_a_terminating_lws_whose_owner_is_gone_finishes_deleting(
                 )
         with claim("KUEUE-TEARDOWN-001"):
             try:
-                scenario.wait_gone(
-                    lws, "LeaderWorkerSet child deleted", GONE_SECONDS, namespace=ns, **_lws_list("child")
+                scenario.wait_objects_gone(
+                    "LeaderWorkerSet",
+                    "LeaderWorkerSet child deleted",
+                    GONE_SECONDS,
+                    what=f"objects in {ns}",
+                    field_selector=_named("child"),
                 )
             except WaitTimeout:
-                left = scenario.custom.list_namespaced_custom_object(namespace=ns, **_lws_list("child"))["items"]
+                left = scenario.list_objects("LeaderWorkerSet", field_selector=_named("child"))
                 if left:
                     meta = left[0]["metadata"]
                     raise AssertionError(

@@ -34,10 +34,8 @@ def _rejected(scenario: Scenario, action: Any, *names: str) -> str:
 def _refused_and_not_stored(scenario: Scenario, obj: Obj, reason: str) -> None:
     """Creating the LWS `obj` is refused for `reason`, and no LWS of its name is stored after."""
     _rejected(scenario, lambda: scenario.create(obj), reason)
-    listing: Any = scenario.custom.list_namespaced_custom_object(
-        workloads.LWS_GROUP, workloads.LWS_VERSION, scenario.namespace, workloads.LWS_PLURAL
-    )
-    stored = admission.stored_despite_refusal("LeaderWorkerSet", obj["metadata"]["name"], listing["items"])
+    listing = scenario.list_objects("LeaderWorkerSet")
+    stored = admission.stored_despite_refusal("LeaderWorkerSet", obj["metadata"]["name"], listing)
     assert stored is None, stored
 
 

@@ -12,12 +12,8 @@ from typing import Any
 from kubernetes import client
 
 from lws_conformance.testing import (
-    LWS_GROUP,
-    LWS_PLURAL,
-    LWS_VERSION,
     Scenario,
     WaitTimeout,
-    observe,
     steady_state_violations,
 )
 from lws_conformance.testing import predicates as P
@@ -48,16 +44,7 @@ def watched(sc: Scenario, name: str, holds: Callable[[Obj], bool], seconds: floa
             return f"LeaderWorkerSet {name} disappeared"
         return None if holds(mine[0]) else f"status became {mine[0].get('status')}"
 
-    return observe(
-        sc.api,
-        sc.custom.list_namespaced_custom_object,
-        broken,
-        duration=seconds,
-        group=LWS_GROUP,
-        version=LWS_VERSION,
-        namespace=sc.namespace,
-        plural=LWS_PLURAL,
-    )
+    return sc.observe_objects("LeaderWorkerSet", broken, seconds)
 
 
 def endpoints_unpublished(sc: Scenario, published: Callable[[list[Obj]], bool], condition: str) -> str | None:

@@ -18,7 +18,6 @@ from lws_conformance.testing import (
     LWS_VERSION,
     Scenario,
     to_dict,
-    wait_for,
     workloads,
 )
 from lws_conformance.testing import predicates as P
@@ -185,18 +184,11 @@ def _delete_lws(sc: Scenario, name: str, propagation: str) -> Obj:
         name,
         body=client.V1DeleteOptions(propagation_policy=propagation),
     )
-    wait_for(
-        sc.api,
-        sc.custom.list_namespaced_custom_object,
-        lambda objs: not objs,
-        what=f"LeaderWorkerSets in {sc.namespace}",
-        condition=f"{name} gone ({propagation} deletion completes)",
+    sc.wait_objects_gone(
+        "LeaderWorkerSet",
+        f"{name} gone ({propagation} deletion completes)",
         timeout=60,
-        diagnose=sc.diagnose,
-        group=LWS_GROUP,
-        version=LWS_VERSION,
-        namespace=sc.namespace,
-        plural=LWS_PLURAL,
+        what=f"LeaderWorkerSets in {sc.namespace}",
     )
     return to_dict(sc.api, resp)
 

@@ -18,7 +18,6 @@ from lws_conformance.testing import (
     facts,
     record,
     run_profile,
-    wait_for,
     workloads,
 )
 from lws_conformance.testing import predicates as P
@@ -92,16 +91,13 @@ def one_revision(sc: Scenario, name: str, revision: str) -> None:
                                        for r in o["metadata"].get("ownerReferences") or [])]
         return mine if len(mine) == 1 and mine[0]["metadata"]["labels"].get(REVISION) == revision else None
 
-    wait_for(
-        sc.api,
-        sc.apps.list_namespaced_controller_revision,
+    sc.wait_objects(
+        "ControllerRevision",
         check,
-        what=f"ControllerRevisions of {sc.namespace}/{name}",
-        condition=f"exactly one, with hash {revision}",
+        f"exactly one, with hash {revision}",
         timeout=30,
-        diagnose=sc.diagnose,
-        namespace=sc.namespace,
-        label_selector=f"{NAME_LABEL}={name}",
+        selector=f"{NAME_LABEL}={name}",
+        what=f"ControllerRevisions of {sc.namespace}/{name}",
     )
 
 
