@@ -190,6 +190,7 @@ def services(objs: list[Obj], set_name: str, revision: str) -> list[Obj]:
 
 
 def window() -> float:
+    """A "must never happen" window in plain seconds (`observe` multiplies it by timeouts.scale)."""
     return OBSERVE_SECONDS
 
 
