@@ -62,7 +62,6 @@ from .providers.kind import CHAOS_TOLERATION
 from .providers.local import LocalCluster
 from .providers.nodes import POOL_LABEL, node_manifest
 from .providers.process import alive as process_alive
-from .resources import plugin_args
 from .scenario import LWS_API, LWS_GROUP, LWS_PLURAL, LWS_VERSION, NEEDS_KIND, NEEDS_KUBELET, Scenario
 
 
@@ -125,7 +124,6 @@ __all__ = [
     "node_manifest",
     "observe",
     "parse_version",
-    "plugin_args",
     "pod_group_names_wrong",
     "policy",
     "predicates",

@@ -12,9 +12,12 @@ import pytest
 from lws_conformance import testing
 
 SUITES = Path(__file__).resolve().parent.parent / "suites"
-# A suite module's harness imports besides the kit: (module path, imported module). The MultiKueue
-# worker's cluster handle (mk_helpers.MultiKueue.local_cluster) is built from a profile.
+# A suite module's harness imports besides the kit: (module path, imported module). The suites'
+# conftest names the plugin for pytest to load (importing the kit there would import the plugin
+# before pytest, which could then not rewrite its asserts); the MultiKueue worker's cluster handle
+# (mk_helpers.MultiKueue.local_cluster) is built from a profile.
 EXCEPTIONS = {
+    ("conftest.py", "lws_conformance.resources"),
     ("multikueue/mk_helpers.py", "lws_conformance.profile"),
     ("multikueue/mk_helpers.py", "lws_conformance.providers.local"),
 }

@@ -23,8 +23,6 @@ from lws_conformance.testing import (
 from lws_conformance.testing import predicates as P
 
 Obj = dict[str, Any]
-
-
 LBL = "leaderworkerset.sigs.k8s.io/"
 REVISION = LBL + "template-revision-hash"
 NAME_LABEL = LBL + "name"
