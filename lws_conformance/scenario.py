@@ -14,13 +14,24 @@ from kubernetes import client
 
 from .k8s import predicates as P
 from .k8s.client import to_dict
-from .k8s.objects import Objects
+from .k8s.objects import API_VERSIONS, CLUSTER_SCOPED, CLUSTER_SCOPED_READ, Objects, gvp
 from .k8s.wait import Predicate, observe, wait_for
 from .providers.base import ClusterHandle
 
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
 LWS_API = f"{LWS_GROUP}/{LWS_VERSION}"
 Obj = dict[str, Any]
+# built-in kinds `Scenario.wait_objects` and `list_objects` read: (client, the list call's resource)
+BUILT_IN = {
+    "Pod": ("core", "pod"),
+    "Service": ("core", "service"),
+    "Event": ("core", "event"),
+    "PersistentVolumeClaim": ("core", "persistent_volume_claim"),
+    "StatefulSet": ("apps", "stateful_set"),
+    "ControllerRevision": ("apps", "controller_revision"),
+    "Lease": ("coordination", "lease"),
+}
+CLUSTER_BUILT_IN = {"Node": ("core", "node")}
 NEEDS_KUBELET = (
     "not-run on the local cluster: needs a real kubelet (kwok runs no container); "
     "run it on kind (`lwsc --profile kind run`) or a cluster of yours"
@@ -239,6 +250,86 @@ class Scenario:
             diagnose=self.diagnose,
             **kwargs,
         )
+
+    # -- any kind ------------------------------------------------------------------------
+    def lister(
+        self, kind: str, selector: str = "", namespace: str | None = None, field_selector: str = ""
+    ) -> tuple[Callable[..., Any], dict[str, Any]]:
+        """The list call of the Python client for `kind` and its arguments: the test's namespace
+        (or `namespace`) for a namespaced kind, the whole cluster for a cluster-scoped one; the
+        label `selector` and `field_selector` when given."""
+        extra = {"label_selector": selector} if selector else {}
+        if field_selector:
+            extra["field_selector"] = field_selector
+        if kind in BUILT_IN or kind in CLUSTER_BUILT_IN:
+            api_name, resource = BUILT_IN.get(kind) or CLUSTER_BUILT_IN[kind]
+            api = {"core": self.core, "apps": self.apps, "coordination": client.CoordinationV1Api(self.api)}[api_name]
+            if kind in CLUSTER_BUILT_IN:
+                return getattr(api, f"list_{resource}"), extra
+            return getattr(api, f"list_namespaced_{resource}"), {"namespace": namespace or self.namespace, **extra}
+        group, version, plural = gvp(kind, API_VERSIONS[kind])
+        where = {"group": group, "version": version, "plural": plural, **extra}
+        if kind in CLUSTER_SCOPED or kind in CLUSTER_SCOPED_READ:
+            return self.custom.list_cluster_custom_object, where
+        return self.custom.list_namespaced_custom_object, {"namespace": namespace or self.namespace, **where}
+
+    def list_objects(
+        self, kind: str, selector: str = "", namespace: str | None = None, field_selector: str = ""
+    ) -> list[Obj]:
+        """Every object of `kind` (in the test's namespace, or `namespace`, unless cluster-scoped)
+        matching the label `selector` (and `field_selector`), as plain dicts with their `kind`."""
+        list_fn, kwargs = self.lister(kind, selector, namespace, field_selector)
+        return [{**item, "kind": item.get("kind") or kind} for item in to_dict(self.api, list_fn(**kwargs))["items"]]
+
+    def wait_objects(
+        self,
+        kind: str,
+        predicate: Predicate,
+        condition: str,
+        timeout: float = 60,
+        selector: str = "",
+        namespace: str | None = None,
+        what: str | None = None,
+        field_selector: str = "",
+    ) -> Any:
+        """`wait_for` over the objects of `kind` (as `list_objects` selects them) until
+        `predicate(objects)` returns something truthy; that value. `timeout` is plain seconds
+        (`wait_for` applies `timeouts.scale`); a timeout names `what` (default: the kind, selector
+        and namespace), the condition, what was last seen and the namespace's events."""
+        list_fn, kwargs = self.lister(kind, selector, namespace, field_selector)
+        scoped = kind in CLUSTER_SCOPED or kind in CLUSTER_SCOPED_READ or kind in CLUSTER_BUILT_IN
+        where = "" if scoped else f" in {namespace or self.namespace}"
+        return wait_for(
+            self.api,
+            list_fn,
+            predicate,
+            what=what or f"{kind} objects{f' ({selector})' if selector else ''}{where}",
+            condition=condition,
+            timeout=timeout,
+            diagnose=self.diagnose,
+            **kwargs,
+        )
+
+    def wait_objects_gone(
+        self,
+        kind: str,
+        condition: str,
+        timeout: float = 60,
+        selector: str = "",
+        namespace: str | None = None,
+        what: str | None = None,
+        field_selector: str = "",
+    ) -> None:
+        """`wait_objects` until no object of `kind` matching `selector` (and `field_selector`) is left."""
+        self.wait_objects(kind, lambda objs: not objs, condition, timeout, selector, namespace, what, field_selector)
+
+    def observe_objects(
+        self, kind: str, violation: Predicate, duration: float, selector: str = "", namespace: str | None = None
+    ) -> Any:
+        """Watch the objects of `kind` for `duration` seconds (`observe` applies `timeouts.scale`);
+        the first truthy `violation(objects)`, else None."""
+        list_fn, kwargs = self.lister(kind, selector, namespace)
+        return observe(self.api, list_fn, violation, duration=duration, **kwargs)
 
     def observe_pods(self, violation: Predicate, duration: float, selector: str = "") -> Any:
         return observe(

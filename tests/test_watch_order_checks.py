@@ -1,4 +1,4 @@
-"""The watch-order checks of the suites (lws_conformance.k8s.predicates): each
+"""The watch-order checks of the suites (lws_conformance.observe.history): each
 passes a stream shaped like what LWS v0.9.0 / Kueue v0.17.0 write, and fails the stream a
 misbehaving controller would write. Streams go through the timeline's real `snapshot()`, so a
 change of the recorded format breaks these tests, not the suites silently."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from lws_conformance.k8s import predicates as P
+from lws_conformance.observe import history as H
 from lws_conformance.observe.timeline import Event, snapshot
 
 Obj = dict[str, Any]
@@ -86,26 +87,26 @@ def pod(
 def test_progressing_then_available_in_write_order() -> None:
     s = Stream().lws("st", {}, "ADDED").lws("st", {"Progressing": "True"})
     s.lws("st", {"Progressing": "True"}).lws("st", {"Progressing": "False", "Available": "True"})
-    history = P.lws_condition_history(s.events, "st")
+    history = H.lws_condition_history(s.events, "st")
     assert history == [{}, {"Progressing": "True"}, {"Progressing": "False", "Available": "True"}]
-    assert P.progressing_then_available(history) == []
+    assert H.progressing_then_available(history) == []
 
 
 def test_available_first_or_without_flip_fails() -> None:
     """Mutant: the controller writes Available straight away (or within the same second as
     Progressing, which 1 s event timestamps could not order) / does not flip Progressing."""
-    straight = P.lws_condition_history(Stream().lws("st", {"Available": "True"}, "ADDED").events, "st")
-    assert any("first conditions" in v for v in P.progressing_then_available(straight))
+    straight = H.lws_condition_history(Stream().lws("st", {"Available": "True"}, "ADDED").events, "st")
+    assert any("first conditions" in v for v in H.progressing_then_available(straight))
     reversed_ = Stream().lws("st", {"Available": "True"}).lws("st", {"Available": "False", "Progressing": "True"})
-    assert P.progressing_then_available(P.lws_condition_history(reversed_.events, "st"))
+    assert H.progressing_then_available(H.lws_condition_history(reversed_.events, "st"))
     no_flip = Stream().lws("st", {"Progressing": "True"}).lws("st", {"Progressing": "True", "Available": "True"})
-    out = P.progressing_then_available(P.lws_condition_history(no_flip.events, "st"))
+    out = H.progressing_then_available(H.lws_condition_history(no_flip.events, "st"))
     assert any("not False" in v for v in out) and any("both True" in v for v in out)
     never = Stream().lws("st", {"Progressing": "True"})
-    assert any("never written" in v for v in P.progressing_then_available(P.lws_condition_history(never.events, "st")))
+    assert any("never written" in v for v in H.progressing_then_available(H.lws_condition_history(never.events, "st")))
     upd = Stream().lws("st", {"Progressing": "True", "UpdateInProgress": "True"})
     upd.lws("st", {"Progressing": "False", "Available": "True", "UpdateInProgress": "False"})
-    assert any("UpdateInProgress" in v for v in P.progressing_then_available(P.lws_condition_history(upd.events, "st")))
+    assert any("UpdateInProgress" in v for v in H.progressing_then_available(H.lws_condition_history(upd.events, "st")))
 
 
 # -- LWS-STARTUP-002: nothing of the workers before the leader is Ready ------------------------
@@ -122,19 +123,19 @@ def _leader_ready_stream(sts_first: bool) -> Stream:
 
 
 def test_workers_after_leader_ready() -> None:
-    assert P.workers_before_leader_ready(_leader_ready_stream(sts_first=False).events, "lr", 0) == []
+    assert H.workers_before_leader_ready(_leader_ready_stream(sts_first=False).events, "lr", 0) == []
 
 
 def test_worker_statefulset_before_leader_ready_fails() -> None:
     """Mutant: pod controller ignores LeaderReady (creates the worker StatefulSet for a leader
     that is not Ready yet); here one write before the Ready one, which timestamps cannot show."""
-    out = P.workers_before_leader_ready(_leader_ready_stream(sts_first=True).events, "lr", 0)
+    out = H.workers_before_leader_ready(_leader_ready_stream(sts_first=True).events, "lr", 0)
     assert len(out) == 1 and "StatefulSet/lr-0" in out[0], out
     early_pod = Stream().pod("lr-0-1", 0, 1, etype="ADDED", lws="lr", ready=False).pod("lr-0", 0, 0, lws="lr")
-    out = P.workers_before_leader_ready(early_pod.sts("lr-0").events, "lr", 0)
+    out = H.workers_before_leader_ready(early_pod.sts("lr-0").events, "lr", 0)
     assert len(out) == 1 and "Pod/lr-0-1" in out[0], out
     never = Stream().pod("lr-0", 0, 0, lws="lr", ready=False)
-    assert P.workers_before_leader_ready(never.events, "lr", 0) == ["worker StatefulSet lr-0 was never created"]
+    assert H.workers_before_leader_ready(never.events, "lr", 0) == ["worker StatefulSet lr-0 was never created"]
 
 
 # -- KUEUE-SCALE-001: the new groups gated until admitted --------------------------------------
@@ -153,19 +154,19 @@ def _scale_stream(ungate_first: bool) -> Stream:
 
 
 def test_new_group_gated_until_admitted() -> None:
-    assert P.released_before_admission(_scale_stream(False).events, "up", [1], lambda g: f"wl-{g}") == []
+    assert H.released_before_admission(_scale_stream(False).events, "up", [1], lambda g: f"wl-{g}") == []
 
 
 def test_new_group_released_early_or_created_ungated_fails() -> None:
     """Mutants: Kueue ungates a group's pods before its Workload is admitted; the pod webhook
     does not gate the pods of groups added by a scale-up."""
-    out = P.released_before_admission(_scale_stream(True).events, "up", [1], lambda g: f"wl-{g}")
+    out = H.released_before_admission(_scale_stream(True).events, "up", [1], lambda g: f"wl-{g}")
     assert len(out) == 1 and "up-1 of group 1 ungated" in out[0], out
     ungated = Stream().pod("up-1", 1, 0, etype="ADDED", lws="up", ready=False)
     ungated.workload("wl-1", {"Admitted": "True"})
-    out = P.released_before_admission(ungated.events, "up", [1], lambda g: f"wl-{g}")
+    out = H.released_before_admission(ungated.events, "up", [1], lambda g: f"wl-{g}")
     assert any("without a scheduling gate" in v for v in out) and any("before Workload" in v for v in out), out
-    assert P.released_before_admission(Stream().events, "up", [2], lambda g: f"wl-{g}") == [
+    assert H.released_before_admission(Stream().events, "up", [2], lambda g: f"wl-{g}") == [
         "no pod of group 2 was seen"
     ]
 
@@ -205,7 +206,7 @@ def _rollout(waiter_released: bool = False, waiter_admitted: bool = False, early
 
 
 def _quota(s: Stream) -> list[str]:
-    return P.quota_violations(s.events, 4, lambda p: 1, _cost_of_wl, _wl_of_pod)
+    return H.quota_violations(s.events, 4, lambda p: 1, _cost_of_wl, _wl_of_pod)
 
 
 def test_rollout_within_quota() -> None:
@@ -234,9 +235,9 @@ def test_terminating_pods_still_count() -> None:
         s.watch().pod("a-0", 0, 0, lws="a", deleting=True, phase=old_phase, ready=False)
         return s.pod("b-0", 0, 0, lws="b").pod("b-0-1", 0, 1, lws="b")
 
-    out = P.quota_violations(stream("Running").events, 2, lambda p: 1, lambda w: 1, _wl_of_pod)
+    out = H.quota_violations(stream("Running").events, 2, lambda p: 1, lambda w: 1, _wl_of_pod)
     assert out == ["MODIFIED Pod/b-0-1 rv 5: released pods request 3 > quota 2: a-0 b-0 b-0-1"], out
-    assert P.quota_violations(stream("Failed").events, 2, lambda p: 1, lambda w: 1, _wl_of_pod) == []
+    assert H.quota_violations(stream("Failed").events, 2, lambda p: 1, lambda w: 1, _wl_of_pod) == []
 
 
 # -- CHAOS-EXP-003: the admitted group untouched through the Kueue outage ----------------------
@@ -261,21 +262,21 @@ def _outage(disturb: str | None = None) -> Stream:
 
 
 def test_admitted_group_untouched() -> None:
-    assert P.group_disturbances(_outage().events, "c", 1, 3, "wl-1") == []
+    assert H.group_disturbances(_outage().events, "c", 1, 3, "wl-1") == []
 
 
 def test_disturbed_admitted_group_fails() -> None:
     """Mutants: Kueue on restart evicts (re-queues) admitted Workloads it finds without a
     running controller's cache; a pod of the admitted group replaced; a pod made not Ready."""
-    out = P.group_disturbances(_outage("evicted").events, "c", 1, 3, "wl-1")
+    out = H.group_disturbances(_outage("evicted").events, "c", 1, 3, "wl-1")
     assert len(out) == 1 and "not Admitted" in out[0] and "Evicted" in out[0], out
-    out = P.group_disturbances(_outage("replaced").events, "c", 1, 3, "wl-1")
+    out = H.group_disturbances(_outage("replaced").events, "c", 1, 3, "wl-1")
     assert any("deleted" in v for v in out) and any("a new pod" in v for v in out), out
-    out = P.group_disturbances(_outage("unready").events, "c", 1, 3, "wl-1")
+    out = H.group_disturbances(_outage("unready").events, "c", 1, 3, "wl-1")
     assert len(out) == 1 and "not Ready" in out[0], out
-    out = P.group_disturbances(_outage().events, "c", 0, 3, "wl-0")
+    out = H.group_disturbances(_outage().events, "c", 0, 3, "wl-0")
     assert any("deleting" in v for v in out), out
-    assert any("not whole" in v for v in P.group_disturbances(Stream().events, "c", 1, 3, "wl-1"))
+    assert any("not whole" in v for v in H.group_disturbances(Stream().events, "c", 1, 3, "wl-1"))
 
 
 # -- LWS-UPGRADE-001: an in-place controller upgrade leaves the LWS alone --------------------
@@ -291,21 +292,21 @@ def _upgrade_start() -> Stream:
 
 def test_upgrade_that_only_rewrites_status_is_undisturbed() -> None:
     s = _upgrade_start().lws("l", {"Available": "True", "Progressing": "False"}).pod("l-0", 0, 0)
-    assert P.upgrade_disturbances(s.events, "l") == []
+    assert H.upgrade_disturbances(s.events, "l") == []
 
 
 def test_upgrade_that_recreates_a_pod_or_rolls_is_caught() -> None:
     """Mutants lws-34/35: the new controller rolls the groups it finds."""
     recreated = _upgrade_start().pod("l-0", 0, 0, deleting=True).pod("l-0", 0, 0, uid="new", ready=False)
-    found = P.upgrade_disturbances(recreated.events, "l")
+    found = H.upgrade_disturbances(recreated.events, "l")
     assert any("deleting" in f for f in found) and any("became" in f for f in found), found
     rolling = _upgrade_start().lws("l", {"Available": "True", "UpdateInProgress": "True"})
-    assert any("UpdateInProgress" in f for f in P.upgrade_disturbances(rolling.events, "l"))
+    assert any("UpdateInProgress" in f for f in H.upgrade_disturbances(rolling.events, "l"))
     lbl = {LBL + "name": "l", LBL + "template-revision-hash": "r2"}
     relabelled = _upgrade_start().add(
         "StatefulSet", {"metadata": {"name": "l", "uid": "s", "labels": lbl}, "spec": {"replicas": 1}}
     )
-    assert any("became" in f for f in P.upgrade_disturbances(relabelled.events, "l"))
+    assert any("became" in f for f in H.upgrade_disturbances(relabelled.events, "l"))
 
 
 def _kueue_upgrade_start() -> Stream:
@@ -321,7 +322,7 @@ def _kueue_upgrade_start() -> Stream:
 
 def test_kueue_upgrade_that_changes_nothing_passes() -> None:
     s = _kueue_upgrade_start().pod("l-0", 0, 0).workload("w0", {"QuotaReserved": "True", "Admitted": "True"})
-    assert P.kueue_upgrade_disturbances(s.events, "l") == []
+    assert H.kueue_upgrade_disturbances(s.events, "l") == []
 
 
 def test_kueue_upgrade_that_first_records_pods_ready_as_it_was_passes() -> None:
@@ -330,7 +331,7 @@ def test_kueue_upgrade_that_first_records_pods_ready_as_it_was_passes() -> None:
     s = _kueue_upgrade_start()
     s.workload("w0", {"QuotaReserved": "True", "Admitted": "True", "PodsReady": "True"})
     s.workload("w1", {"QuotaReserved": "False", "PodsReady": "False"})
-    assert P.kueue_upgrade_disturbances(s.events, "l") == []
+    assert H.kueue_upgrade_disturbances(s.events, "l") == []
 
 
 def test_kueue_upgrade_that_first_records_the_held_workload_not_admitted_passes() -> None:
@@ -338,52 +339,52 @@ def test_kueue_upgrade_that_first_records_the_held_workload_not_admitted_passes(
     reconcile (recorded 2026-12-03, v0.17.0 -> v0.20.0-devel+main.377@ff69552)."""
     s = _kueue_upgrade_start().workload("w1", {"QuotaReserved": "False", "Admitted": "False"})
     s.workload("w1", {"QuotaReserved": "False", "Admitted": "False", "PodsReady": "False"})
-    assert P.kueue_upgrade_disturbances(s.events, "l") == []
+    assert H.kueue_upgrade_disturbances(s.events, "l") == []
 
 
 def test_kueue_upgrade_that_admits_the_held_workload_or_unadmits_the_admitted_one_is_caught() -> None:
     admitted = _kueue_upgrade_start().workload("w1", {"QuotaReserved": "False", "Admitted": "True"})
-    assert any("Workload/w1 " in f and "became" in f for f in P.kueue_upgrade_disturbances(admitted.events, "l"))
+    assert any("Workload/w1 " in f and "became" in f for f in H.kueue_upgrade_disturbances(admitted.events, "l"))
     dropped = _kueue_upgrade_start().workload("w0", {"QuotaReserved": "True", "Admitted": "False"})
-    assert any("Workload/w0 " in f and "became" in f for f in P.kueue_upgrade_disturbances(dropped.events, "l"))
+    assert any("Workload/w0 " in f and "became" in f for f in H.kueue_upgrade_disturbances(dropped.events, "l"))
 
 
 def test_kueue_upgrade_whose_first_pods_ready_disagrees_or_which_flips_it_is_caught() -> None:
     wrong = _kueue_upgrade_start().workload("w0", {"QuotaReserved": "True", "Admitted": "True", "PodsReady": "False"})
-    assert any("Workload/w0 " in f and "became" in f for f in P.kueue_upgrade_disturbances(wrong.events, "l"))
+    assert any("Workload/w0 " in f and "became" in f for f in H.kueue_upgrade_disturbances(wrong.events, "l"))
     held = _kueue_upgrade_start().workload("w1", {"QuotaReserved": "False", "PodsReady": "True"})
-    assert any("Workload/w1 " in f for f in P.kueue_upgrade_disturbances(held.events, "l"))
+    assert any("Workload/w1 " in f for f in H.kueue_upgrade_disturbances(held.events, "l"))
     flipped = _kueue_upgrade_start().workload("w0", {"QuotaReserved": "True", "Admitted": "True", "PodsReady": "True"})
     flipped.workload("w0", {"QuotaReserved": "True", "Admitted": "True", "PodsReady": "False"})
     assert any(
         f.endswith("'False') (uid, QuotaReserved, Admitted, Evicted, PodsReady)")
-        for f in P.kueue_upgrade_disturbances(flipped.events, "l")
+        for f in H.kueue_upgrade_disturbances(flipped.events, "l")
     )
 
 
 def test_kueue_upgrade_that_evicts_ungates_or_renames_is_caught() -> None:
     """Mutant kueue-30: the upgraded Kueue names Workloads differently and makes new ones."""
     evicted = _kueue_upgrade_start().workload("w0", {"QuotaReserved": "False", "Admitted": "False", "Evicted": "True"})
-    assert any("became" in f and "Evicted" in f for f in P.kueue_upgrade_disturbances(evicted.events, "l"))
+    assert any("became" in f and "Evicted" in f for f in H.kueue_upgrade_disturbances(evicted.events, "l"))
     ungated = _kueue_upgrade_start().pod("l-1", 1, 0, ready=False)
-    assert any("Pod/l-1 " in f and "became" in f for f in P.kueue_upgrade_disturbances(ungated.events, "l"))
+    assert any("Pod/l-1 " in f and "became" in f for f in H.kueue_upgrade_disturbances(ungated.events, "l"))
     renamed = _kueue_upgrade_start().workload("w0-new", {"QuotaReserved": "False"}, etype="ADDED")
-    assert P.kueue_upgrade_disturbances(renamed.events, "l") == ["ADDED Workload/w0-new rv 7: a new Workload"]
+    assert H.kueue_upgrade_disturbances(renamed.events, "l") == ["ADDED Workload/w0-new rv 7: a new Workload"]
     gone = _kueue_upgrade_start().workload("w1", {}, etype="DELETED")
-    assert any("deleted" in f for f in P.kueue_upgrade_disturbances(gone.events, "l"))
-    assert P.kueue_upgrade_disturbances(Stream().events, "l") == [
+    assert any("deleted" in f for f in H.kueue_upgrade_disturbances(gone.events, "l"))
+    assert H.kueue_upgrade_disturbances(Stream().events, "l") == [
         "LWS l's pods and Workloads were not there when the recording started"
     ]
 
 
 def test_pods_disturbed_names_deletion_replacement_and_unready() -> None:
     s = Stream().initial().pod("a", 2, 0, etype="ADDED").pod("b", 2, 1, etype="ADDED").watch()
-    assert P.pods_disturbed(s.pod("a", 2, 0).events, ["a", "b"]) == []
+    assert H.pods_disturbed(s.pod("a", 2, 0).events, ["a", "b"]) == []
     bad = Stream().initial().pod("a", 2, 0, etype="ADDED").watch().pod("a", 2, 0, ready=False)
-    assert [f.split(": ")[-1] for f in P.pods_disturbed(bad.events, ["a"])] == ["not Ready"]
+    assert [f.split(": ")[-1] for f in H.pods_disturbed(bad.events, ["a"])] == ["not Ready"]
     gone = Stream().initial().pod("a", 2, 0, etype="ADDED").watch().pod("a", 2, 0, etype="DELETED", deleting=True)
-    assert "deleted, deleting" in P.pods_disturbed(gone.events, ["a"])[0]
-    assert P.pods_disturbed(Stream().events, ["a"]) == ["pod a was not there when the recording started"]
+    assert "deleted, deleting" in H.pods_disturbed(gone.events, ["a"])[0]
+    assert H.pods_disturbed(Stream().events, ["a"]) == ["pod a was not there when the recording started"]
 
 
 # -- ROLL-SINGLE-001: downtime is cut by write order, not arrival time -------------------------

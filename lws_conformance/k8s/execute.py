@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from kubernetes import client
 from kubernetes.stream import stream
 
+from .wait import scale
+
 
 @dataclass(frozen=True)
 class Ran:
@@ -17,7 +19,8 @@ class Ran:
 
 
 def run_in_pod(api: client.ApiClient, namespace: str, pod: str, container: str, argv: list[str], timeout: float) -> Ran:
-    """`argv` in `pod`/`container`; waits at most `timeout` seconds for it to end."""
+    """`argv` in `pod`/`container`; waits at most `timeout` seconds (times `timeouts.scale`) for it
+    to end."""
     core = client.CoreV1Api(api)
     resp = stream(
         core.connect_get_namespaced_pod_exec,
@@ -32,7 +35,7 @@ def run_in_pod(api: client.ApiClient, namespace: str, pod: str, container: str, 
         _preload_content=False,
     )
     try:
-        resp.run_forever(timeout=timeout)
+        resp.run_forever(timeout=timeout * scale())
         out, err = resp.read_stdout() or "", resp.read_stderr() or ""
         status = resp.read_channel(3)  # the error channel carries the exit status
     finally:

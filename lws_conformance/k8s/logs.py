@@ -12,13 +12,16 @@ from kubernetes import client
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
 from ..errors import InfraError
+from .wait import scale
 
 
 def wait_pod_log(
     api: client.ApiClient, namespace: str, pod: str, container: str, needles: tuple[str, ...], timeout: float
 ) -> str:
     """The first line of the container's log containing every needle (from the log's start);
-    InfraError naming the pod, the text and the last line read when none comes within `timeout` s."""
+    InfraError naming the pod, the text and the last line read when none comes within `timeout` s
+    (times `timeouts.scale`)."""
+    timeout *= scale()
     core, deadline, last = client.CoreV1Api(api), time.monotonic() + timeout, ""
     for _stream in range(3):  # a stream ends when its container does: a restarted one is followed anew
         if (left := deadline - time.monotonic()) <= 0:

@@ -25,11 +25,30 @@ PLURALS = {
     "Topology": "topologies",
     "Workload": "workloads",
     "WorkloadPriorityClass": "workloadpriorityclasses",
+    "MultiKueueCluster": "multikueueclusters",
     "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
     "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
 }
 _KUEUE = "kueue.x-k8s.io/v1beta2"
 _ADMISSION = "admissionregistration.k8s.io/v1"
+_DS = "disaggregatedset.x-k8s.io/v1"
+# the API version each custom kind of PLURALS is listed and watched by
+API_VERSIONS = {
+    "LeaderWorkerSet": "leaderworkerset.x-k8s.io/v1",
+    "DisaggregatedSet": _DS,
+    "DisaggregatedSetRoleScaler": _DS,
+    "ClusterQueue": _KUEUE,
+    "LocalQueue": _KUEUE,
+    "ResourceFlavor": _KUEUE,
+    "Topology": _KUEUE,
+    "Workload": _KUEUE,
+    "WorkloadPriorityClass": _KUEUE,
+    "MultiKueueCluster": _KUEUE,
+    "ValidatingAdmissionPolicy": _ADMISSION,
+    "ValidatingAdmissionPolicyBinding": _ADMISSION,
+}
+# cluster-scoped kinds suites read but never create (lwsc up creates them)
+CLUSTER_SCOPED_READ = {"MultiKueueCluster"}
 # cluster-scoped kinds suites create (named per test), with the API version a sweep lists them by
 CLUSTER_SCOPED = {
     "ClusterQueue": _KUEUE,

@@ -22,6 +22,7 @@ import yaml
 
 from ..errors import InfraError, UserError
 from ..install import manifests, pki
+from ..k8s.wait import scale
 from ..profile import Profile
 from ..toolchain import cache as bincache
 from ..toolchain import coverage_dir, covered, manifests_dir
@@ -92,7 +93,9 @@ class ClusterState:
     def wait_log(self, component: str, needles: tuple[str, ...], offset: int, timeout: float) -> str:
         """The first line of `component`'s log after byte `offset` containing every needle, read as the
         process writes it (a `tail -f`: a process log has no watch API); InfraError naming the
-        component, the text and the log's last line when it does not come within `timeout` s."""
+        component, the text and the log's last line when it does not come within `timeout` s (times
+        `timeouts.scale`)."""
+        timeout *= scale()
         path, deadline, last = self.log(component), time.monotonic() + timeout, ""
         tick = threading.Event()
         while True:

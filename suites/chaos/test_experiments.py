@@ -19,14 +19,29 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from lws_conformance import workloads
-from lws_conformance.chaos import actions, node_containers, probes, runner, safety
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.client import api_client, to_dict
-from lws_conformance.k8s.wait import observe, scale, wait_for
-from lws_conformance.observe import artifact_dir, record, saved
-from lws_conformance.providers import kind, nodes, process
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    CHAOS_TOLERATION,
+    POOL_LABEL,
+    Scenario,
+    actions,
+    api_client,
+    artifact_dir,
+    chaos_local_cluster,
+    faults_pending,
+    history,
+    node_containers,
+    node_manifest,
+    observe,
+    probes,
+    process_alive,
+    record,
+    runner,
+    saved,
+    to_dict,
+    wait_for,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
 
 pytestmark = pytest.mark.cluster
 REPORTS = artifact_dir(Path.cwd() / "reports") / "chaos"
@@ -45,7 +60,7 @@ def _run(sc: Scenario, exp: str | Obj, request: pytest.FixtureRequest, run_id: s
             request.node.user_properties.append(("recovery_s", outputs[key]))
     problems = runner.problems(journal)
     assert not problems, f"experiment {path}: {problems} (journal: {journal_file})"
-    assert not safety.pending(), f"faults left applied: {safety.pending()}"
+    assert not faults_pending(), f"faults left applied: {faults_pending()}"
     return journal
 
 
@@ -92,8 +107,8 @@ def kueue_outage_confirmed(lws: str, configuration: Obj | None = None) -> Obj:
     (Kueue's pod webhook, failurePolicy Fail, does not answer). Remembers the restarted group's
     current pods, to tell the new ones apart."""
     cfg = configuration or {}
-    cluster = safety.local_cluster(actions.kubeconfig_of(cfg), cfg.get("lwsc_disposable_cluster"))
-    running = [r.pid for r in cluster.records() if r.name == "kueue" and process.alive(r)]
+    cluster = chaos_local_cluster(actions.kubeconfig_of(cfg), cfg.get("lwsc_disposable_cluster"))
+    running = [r.pid for r in cluster.records() if r.name == "kueue" and process_alive(r)]
     assert not running, f"Kueue still running (pids {running}) after it was stopped"
     api = api_client(actions.kubeconfig_of(cfg))
     try:
@@ -219,15 +234,7 @@ def test_kueue_outage_delays_but_does_not_break_a_group_restart(
         ok = {o["metadata"]["name"] for o in objs if P.condition(o, "Admitted") == "True"}
         return set(wl) <= ok
 
-    sc.wait_in_namespace(
-        sc.custom.list_namespaced_custom_object,
-        "Workloads",
-        admitted,
-        f"{wl} Admitted",
-        group=workloads.KUEUE_GROUP,
-        version=workloads.KUEUE_VERSION,
-        plural="workloads",
-    )
+    sc.wait_objects("Workload", admitted, f"{wl} Admitted", what=f"Workloads in {sc.namespace}")
     _OUTAGE.clear()
     with record(sc.api, sc.namespace) as tl:
         journal = _run(sc, _kueue_outage_experiment(cfg), request, run_id)
@@ -237,7 +244,7 @@ def test_kueue_outage_delays_but_does_not_break_a_group_restart(
     assert order.index("kueue-outage-confirmed") < order.index("restart-worker-container"), order
     assert _OUTAGE["confirmed"] < _OUTAGE["restart_began"] < _OUTAGE["kueue_start"], _OUTAGE
 
-    disturbed = P.group_disturbances(events, "chaos", 1, 3, wl[1])
+    disturbed = history.group_disturbances(events, "chaos", 1, 3, wl[1])
     assert not disturbed, f"the admitted group 1 was disturbed: {disturbed} (timeline: {timeline})"
     new = {}
     for e in events:
@@ -286,8 +293,8 @@ def test_node_failure_is_reported_and_the_group_recovers_when_the_node_returns(
     it returns, its GPU capacity is intact, and the LWS is steady again with the same pods."""
     sc = private_scenario
     topo = sc.cluster.topology
-    node = nodes.node_manifest(topo, f"lwsc-{unique}", "chaos", "chaos-r1")
-    node["metadata"]["labels"].pop(nodes.POOL_LABEL[0])
+    node = node_manifest(topo, f"lwsc-{unique}", "chaos", "chaos-r1")
+    node["metadata"]["labels"].pop(POOL_LABEL[0])
     sc.core.create_node(node)  # type: ignore[arg-type]  # the client accepts dicts
     try:
         sc.core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
@@ -340,7 +347,7 @@ def test_frozen_node_is_reported_and_its_group_resumes_with_the_same_containers(
     for key in ("leaderTemplate", "workerTemplate"):
         spec = obj["spec"]["leaderWorkerTemplate"][key]["spec"]
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
-        spec["tolerations"] = [dict(kind.CHAOS_TOLERATION)]
+        spec["tolerations"] = [dict(CHAOS_TOLERATION)]
     sc.create(obj)
     cfg = {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace}
     assert probes.seconds_until_steady("chaos", 120, configuration=cfg) >= 0
@@ -414,7 +421,7 @@ def test_recreated_group_pods_terminate_gracefully(scenario: Scenario, request: 
         return len(gone) == len(old)
 
     node_containers.kill_containers(actions.group_selector("chaos", 0, 1), "worker", configuration=cfg)
-    sc.wait_pods(all_old_gone, f"the old pods {sorted(old.values())} deleted and gone", timeout=(GRACE + 60) * scale())
+    sc.wait_pods(all_old_gone, f"the old pods {sorted(old.values())} deleted and gone", timeout=GRACE + 60)
     wrong = []
     for uid, name in sorted(old.items(), key=lambda kv: kv[1]):
         if uid not in terminating:

@@ -33,14 +33,19 @@ from typing import Any
 
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.chaos import actions, safety
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import WaitTimeout
-from lws_conformance.observe import record
-from lws_conformance.providers import nodes
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    POOL_LABEL,
+    Claims,
+    Scenario,
+    WaitTimeout,
+    actions,
+    faults_pending,
+    history,
+    node_manifest,
+    record,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("node-loss")]
 # After a deleted node's worker is replaced, its group's leader must be gone within this (x
@@ -67,8 +72,8 @@ def _make_nodes(sc: Scenario, unique: str, role: str, racks: dict[str, int], min
         for i in range(count):
             name = f"lwsc-{unique}-{role}-{rack}{i}"
             rack_label = f"{unique}-{role}-{rack}"
-            body = nodes.node_manifest(topo, name, f"loss-{unique}", rack_label)
-            body["metadata"]["labels"].pop(nodes.POOL_LABEL[0])
+            body = node_manifest(topo, name, f"loss-{unique}", rack_label)
+            body["metadata"]["labels"].pop(POOL_LABEL[0])
             body["metadata"]["labels"][ROLE] = f"{unique}-{role}"
             sc.core.create_node(body)  # type: ignore[arg-type]  # the client accepts dicts
             mine[name] = rack_label
@@ -242,13 +247,13 @@ def _remove_nodes(sc: Scenario, mine: dict[str, str], failed: set[str], cfg: Obj
     the chaos action, so the fault record is closed. Every fault must be over afterwards."""
     for name in mine:
         try:
-            if name in failed and safety.pending():
+            if name in failed and faults_pending():
                 actions.give_up_node(name, "delete", configuration=cfg)
             else:
                 sc.core.delete_node(name)
         except Exception:  # noqa: BLE001  (already gone)
             pass
-    assert not safety.pending(), f"faults left applied: {safety.pending()}"
+    assert not faults_pending(), f"faults left applied: {faults_pending()}"
 
 
 @pytest.mark.requirement("CHAOS-NODE-001")
@@ -305,11 +310,11 @@ def test_a_node_that_never_returns(
 
         with claim("CHAOS-NODE-001"):
             untouched = [n for n, v in rg.items() if v[2] == "2"]
-            disturbed = P.pods_disturbed(events, untouched)
+            disturbed = history.pods_disturbed(events, untouched)
             assert not disturbed, "group 2 (no pod on a failed node) was disturbed: " + "; ".join(disturbed[:6])
 
         with claim("CHAOS-NODE-002"):
-            disturbed = P.pods_disturbed(events, ["np-0"])
+            disturbed = history.pods_disturbed(events, ["np-0"])
             assert not disturbed, "restartPolicy None: the leader (not on the failed node) was disturbed: " + "; ".join(
                 disturbed[:6]
             )

@@ -10,9 +10,10 @@ restart during a long image pull would tear the whole group down again and again
 from __future__ import annotations
 
 import pytest
-from test_restart_policy import _lws, waits_until_started
 
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Scenario
+
+from .restart_support import restart_lws, waits_until_started
 
 pytestmark = pytest.mark.cluster
 ANNOTATION = "leaderworkerset.sigs.k8s.io/experimental-recreate-group-after-start"
@@ -25,6 +26,6 @@ def test_annotation_form_waits_until_the_group_has_started(scenario: Scenario) -
     the recorded restart rebuilds the whole group."""
     sc, name = scenario, "rn"
     sc.require_simulated_kubelet("keeps a container restart in the leader's restartCount")
-    obj = _lws(name, "RecreateGroupOnPodRestart", replicas=1, size=3)
+    obj = restart_lws(name, "RecreateGroupOnPodRestart", replicas=1, size=3)
     obj["metadata"]["annotations"] = {ANNOTATION: "true"}
     waits_until_started(sc, obj, "the annotation form")

@@ -14,118 +14,43 @@ status subresource, phase Running), a pod failure is a pod deletion. See
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from kubernetes import client
 
-from lws_conformance import images, workloads
-from lws_conformance.chaos import actions
-from lws_conformance.chaos.probes import steady_state_violations
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.execute import run_in_pod
-from lws_conformance.k8s.wait import scale
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    Claims,
+    ClusterHandle,
+    Scenario,
+    images,
+    run_in_pod,
+    steady_state_violations,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from .restart_support import (
+    PFX,
+    RECOVERY,
+    WINDOW,
+    apply_fault,
+    group_uids,
+    recreate_group_events,
+    recreate_group_reported,
+    restart_lws,
+    steady,
+    wait_group_recreated,
+    waits_until_started,
+)
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
-PFX = "leaderworkerset.sigs.k8s.io/"
-HOLD_GATE = "lwsc.x-k8s.io/hold-workers"
-# seconds (x timeouts.scale): a group rebuilt and steady again takes 0.2-0.35 s on the idle local
-# cluster (the restart-storm figures), ~1-3 s under load. Only a group never rebuilt pays it, e.g.
-# each try lws#998's race hits (1 in ~30 deletions); it was 45 s.
-RECOVERY = 20.0
 # seconds (x timeouts.scale) a group left with lws#998's picture is watched further: the race's
 # outcome is permanent (LWS missed the deletion and never recreates the group), while a controller
 # that was only slow recreates it within this much more (a rebuild takes 0.2-3 s, RECOVERY covers
 # a loaded machine): only a leader still unchanged then is the race, not the load.
 AFTER_RECOVERY = 2 * RECOVERY
-WINDOW = 4.0  # seconds watched for "nothing is recreated"
 TRIES_998 = 4  # worker deletions per run: kubernetes-sigs/lws#998 reproduced in ~1 of 30 here
-
-
-# -- helpers ----------------------------------------------------------------------------------
-def _lws(name: str, policy: str, replicas: int = 2, size: int = 3, queue: str | None = None, **kw: Any) -> Obj:
-    obj = workloads.lws(name, replicas=replicas, size=size, queue=queue, **kw)
-    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = policy
-    return obj
-
-
-def _cfg(sc: Scenario) -> dict[str, Any]:
-    return {"kubeconfig": str(sc.cluster.kubeconfig), "namespace": sc.namespace}
-
-
-def _steady(sc: Scenario, lws: Obj, timeout: float = 60) -> dict[str, str]:
-    """Wait for the LWS steady state; return pod name -> UID."""
-    pods = sc.wait_pods(
-        lambda ps: ps if not steady_state_violations(lws, ps) else None,
-        f"LWS {lws['metadata']['name']}: every group Ready, names intact, one revision per group",
-        timeout=timeout,
-        selector=f"{PFX}name={lws['metadata']['name']}",
-    )
-    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in P.live(pods)}
-
-
-def _group(uids: dict[str, str], name: str, group: int) -> dict[str, str]:
-    return {n: u for n, u in uids.items() if n == f"{name}-{group}" or n.startswith(f"{name}-{group}-")}
-
-
-def _wait_group_recreated(sc: Scenario, lws: Obj, group: int, old: dict[str, str], timeout: float) -> dict[str, str]:
-    """Wait until every pod of `group` has a new UID, the same name and group index, and the
-    LWS is steady again; return the new name -> UID map."""
-    name = lws["metadata"]["name"]
-    old_group = _group(old, name, group)
-
-    def rebuilt(ps: list[Obj]) -> list[Obj] | None:
-        live = P.live(ps)
-        new = {p["metadata"]["name"]: p for p in live if p["metadata"]["name"] in old_group}
-        if set(new) != set(old_group) or any(p["metadata"]["uid"] == old_group[n] for n, p in new.items()):
-            return None
-        if any((p["metadata"].get("labels") or {}).get(PFX + "group-index") != str(group) for p in new.values()):
-            return None
-        return live if not steady_state_violations(lws, live) else None
-
-    pods = sc.wait_pods(
-        rebuilt,
-        f"every pod of group {group} ({sorted(old_group)}) recreated with its name and group index, LWS steady",
-        timeout=timeout,
-        selector=f"{PFX}name={name}",
-    )
-    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
-
-
-def _apply_fault(sc: Scenario, fault: str, name: str, group: int, worker: int) -> None:
-    sel = actions.group_selector(name, group, worker)
-    if fault == "restart":
-        out = actions.restart_containers(sel, 1, configuration=_cfg(sc))
-        assert out and out[0]["restart_count"] >= 1, out
-    else:
-        actions.kill_pods(sel, 1, configuration=_cfg(sc))
-
-
-def _recreate_group_events(sc: Scenario) -> list[Obj]:
-    """RecreateGroup events from the events.k8s.io/v1 API (raw JSON: the Python client's model
-    rejects events without eventTime)."""
-    resp = client.EventsV1Api(sc.api).list_namespaced_event(sc.namespace, _preload_content=False)
-    return [e for e in json.loads(resp.data)["items"] if e.get("reason") == "RecreateGroup"]
-
-
-def _recreate_group_reported(sc: Scenario, group: int) -> list[Obj]:
-    """The RecreateGroup events, once one for `group` exists. The controller's recorder sends
-    events on its own schedule, so the recreated group's pods may be back before its event is
-    stored: waited for through core/v1 Events (the same objects), then read as events.k8s.io/v1."""
-    suffix = f"to recreate group {group}"
-    sc.wait_in_namespace(
-        sc.core.list_namespaced_event,
-        "Events",
-        lambda evs: [e for e in evs if e.get("reason") == "RecreateGroup" and str(e.get("message")).endswith(suffix)],
-        f"a RecreateGroup event ending {suffix!r}",
-        timeout=RECOVERY,
-    )
-    return _recreate_group_events(sc)
 
 
 # -- RecreateGroupOnPodRestart ---------------------------------------------------------------
@@ -144,23 +69,24 @@ def test_recreate_group_on_pod_restart_rebuilds_the_whole_group(scenario: Scenar
     (fixtures/known-deviations.yaml); a group never recreated in every try, a slow rebuild (a
     wait timeout) or group 0 touched stay failures."""
     sc, name, group = scenario, "rg", 1
-    lws = sc.create(_lws(name, "RecreateGroupOnPodRestart"))
-    before = _steady(sc, lws)
+    lws = sc.create(restart_lws(name, "RecreateGroupOnPodRestart"))
+    before = steady(sc, lws)
     tries = TRIES_998 if (role, fault) == ("worker", "delete") else 1
     alone: list[tuple[str, str]] = []
     for _ in range(tries):
-        _apply_fault(sc, fault, name, group, 0 if role == "leader" else 1)
+        apply_fault(sc, fault, name, group, 0 if role == "leader" else 1)
         try:
-            after = _wait_group_recreated(sc, lws, group, before, timeout=RECOVERY)
+            after = wait_group_recreated(sc, lws, group, before, timeout=RECOVERY)
         except AssertionError:
             picture = _worker_replaced_alone(sc, name, group, before) if (role, fault) == ("worker", "delete") else None
             if picture is None:
                 raise
             _never_recreated_after(sc, name, picture[1], before[picture[1]])
             alone.append(picture)
-            after = _steady(sc, lws)
+            after = steady(sc, lws)
         else:
-            assert _group(after, name, 0) == _group(before, name, 0), "group 0 was touched by group 1's recreation"
+            kept = group_uids(after, name, 0) == group_uids(before, name, 0)
+            assert kept, "group 0 was touched by group 1's recreation"
         before = after
     if alone:
         worker, leader = alone[0]
@@ -205,11 +131,11 @@ def test_recreate_group_emits_a_recreate_group_event(scenario: Scenario) -> None
     """The recreation is reported as a Normal `RecreateGroup` event (events.k8s.io/v1, reporter
     `leaderworkerset`) on the LWS, naming the failed pod, the leader and the group."""
     sc, name = scenario, "ev"
-    lws = sc.create(_lws(name, "RecreateGroupOnPodRestart", replicas=1, size=2))
-    before = _steady(sc, lws)
-    _apply_fault(sc, "restart", name, 0, 1)
-    _wait_group_recreated(sc, lws, 0, before, RECOVERY)
-    events = _recreate_group_reported(sc, 0)
+    lws = sc.create(restart_lws(name, "RecreateGroupOnPodRestart", replicas=1, size=2))
+    before = steady(sc, lws)
+    apply_fault(sc, "restart", name, 0, 1)
+    wait_group_recreated(sc, lws, 0, before, RECOVERY)
+    events = recreate_group_reported(sc, 0)
     assert events, "no RecreateGroup event in events.k8s.io/v1"
     ev = events[0]
     assert ev["type"] == "Normal" and ev["reportingController"] == "leaderworkerset", ev
@@ -237,14 +163,14 @@ def test_restart_policy_none_replaces_only_the_failed_pod(
     StatefulSet being owned by the leader pod and garbage-collected (CHAOS-RESTART-006: what
     v0.9.0 does, against the documented "only the failed pod")."""
     sc, name, group = scenario, "np", 0
-    lws = sc.create(_lws(name, "None"))
-    before = _steady(sc, lws)
+    lws = sc.create(restart_lws(name, "None"))
+    before = steady(sc, lws)
     target = f"{name}-{group}" if role == "leader" else f"{name}-{group}-1"
-    _apply_fault(sc, fault, name, group, 0 if role == "leader" else 1)
+    apply_fault(sc, fault, name, group, 0 if role == "leader" else 1)
     with claim("CHAOS-RESTART-006" if replaced == "group" else "CHAOS-RESTART-003"):
         if replaced == "group":
-            after = _wait_group_recreated(sc, lws, group, before, RECOVERY)
-            assert _group(after, name, 1) == _group(before, name, 1), "group 1 was touched"
+            after = wait_group_recreated(sc, lws, group, before, RECOVERY)
+            assert group_uids(after, name, 1) == group_uids(before, name, 1), "group 1 was touched"
             return
         if replaced == "pod":
 
@@ -275,7 +201,7 @@ def test_restart_policy_none_replaces_only_the_failed_pod(
         if replaced == "none":
             uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in P.live(sc.pods(f"{PFX}name={name}"))}
             assert uids == before, "a container restart under None replaced a pod"
-        assert not _recreate_group_events(sc) or replaced == "group", "RecreateGroup event under restartPolicy None"
+        assert not recreate_group_events(sc) or replaced == "group", "RecreateGroup event under restartPolicy None"
 
 
 # -- a container that exits on its own (real kubelets) -------------------------------------------
@@ -286,7 +212,7 @@ EXITING = f"while [ ! -e /tmp/exit ]; do sleep 0.2; done; exit {EXIT_CODE}"
 
 
 def _exiting_lws(name: str, policy: str) -> Obj:
-    obj = _lws(name, policy, replicas=2, size=2)
+    obj = restart_lws(name, policy, replicas=2, size=2)
     lwt = obj["spec"]["leaderWorkerTemplate"]
     for key in ("leaderTemplate", "workerTemplate"):
         spec = lwt[key]["spec"]
@@ -300,7 +226,7 @@ def _exiting_lws(name: str, policy: str) -> Obj:
 def _exit_container(sc: Scenario, pod: str) -> None:
     """Make the container's own process exit (it ends its loop), as a crash would."""
     container = sc.core.read_namespaced_pod(pod, sc.namespace).spec.containers[0].name
-    ran = run_in_pod(sc.api, sc.namespace, pod, container, ["/bin/sh", "-c", "> /tmp/exit"], timeout=30 * scale())
+    ran = run_in_pod(sc.api, sc.namespace, pod, container, ["/bin/sh", "-c", "> /tmp/exit"], timeout=30)
     assert ran.returncode == 0, f"could not signal {pod}'s process to exit: {ran}"
 
 
@@ -315,10 +241,10 @@ def test_a_container_exiting_on_its_own_recreates_its_group(scenario: Scenario) 
     sc, name, group = scenario, "ex", 1
     sc.require_real_kubelet(simulated_by="test_simulated_container_exit_recreates_its_group")
     lws = sc.create(_exiting_lws(name, "RecreateGroupOnPodRestart"))
-    before = _steady(sc, lws, timeout=180 * scale())
+    before = steady(sc, lws, timeout=180)
     _exit_container(sc, f"{name}-{group}-1")
-    after = _wait_group_recreated(sc, lws, group, before, timeout=120 * scale())
-    assert _group(after, name, 0) == _group(before, name, 0), "group 0 was touched by group 1's recreation"
+    after = wait_group_recreated(sc, lws, group, before, timeout=120)
+    assert group_uids(after, name, 0) == group_uids(before, name, 0), "group 0 was touched by group 1's recreation"
 
 
 # -- an init container that fails at start-up (real kubelets) --------------------------------------
@@ -329,7 +255,7 @@ FAILING_INIT = '[ "$FAIL" != "$POD_NAME" ] || { echo "init of $POD_NAME fails"; 
 def _init_gated_lws(name: str) -> Obj:
     """Workers whose init container exits 1 while the gate's `fail` names their pod: the kubelet
     restarts it (its restartCount grows, the pod stays Pending)."""
-    obj = _lws(name, "RecreateGroupOnPodRestart", replicas=2, size=2)
+    obj = restart_lws(name, "RecreateGroupOnPodRestart", replicas=2, size=2)
     spec = obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
     spec["terminationGracePeriodSeconds"] = 1
     spec["initContainers"] = [{
@@ -370,10 +296,10 @@ def test_an_init_container_restart_recreates_its_group(scenario: Scenario) -> No
     seen = sc.wait_pods(
         first_restart,
         f"group 0 Ready and {target}'s init container restarted by the kubelet",
-        timeout=180 * scale(),
+        timeout=180,
         selector=f"{PFX}name={name}",
     )
-    failed = _group(seen, name, group)
+    failed = group_uids(seen, name, group)
 
     def recreated(ps: list[Obj]) -> list[Obj] | None:
         live = {p["metadata"]["name"]: p["metadata"]["uid"] for p in P.live(ps)}
@@ -382,12 +308,12 @@ def test_an_init_container_restart_recreates_its_group(scenario: Scenario) -> No
     sc.wait_pods(
         recreated,
         f"every pod of group {group} ({sorted(failed)}) recreated after {target}'s init container restarted",
-        timeout=120 * scale(),
+        timeout=120,
         selector=f"{PFX}name={name}",
     )
     sc.core.patch_namespaced_config_map(GATE, sc.namespace, {"data": {"fail": ""}})
-    after = _steady(sc, lws, timeout=180 * scale())
-    assert _group(after, name, 0) == _group(seen, name, 0), "group 0 was touched by group 1's recreation"
+    after = steady(sc, lws, timeout=180)
+    assert group_uids(after, name, 0) == group_uids(seen, name, 0), "group 0 was touched by group 1's recreation"
 
 
 @pytest.mark.requirement("CHAOS-RESTART-009")
@@ -397,7 +323,7 @@ def test_under_none_a_container_exiting_on_its_own_only_restarts_itself(scenario
     sc, name = scenario, "exn"
     sc.require_real_kubelet(simulated_by="test_simulated_container_exit_under_none_restarts_only_itself")
     lws = sc.create(_exiting_lws(name, "None"))
-    before = _steady(sc, lws, timeout=180 * scale())
+    before = steady(sc, lws, timeout=180)
     target = f"{name}-0-1"
     _exit_container(sc, target)
 
@@ -408,7 +334,7 @@ def test_under_none_a_container_exiting_on_its_own_only_restarts_itself(scenario
     sc.wait_pods(
         restarted,
         f"{target}'s container restarted by the kubelet and every group Ready",
-        timeout=120 * scale(),
+        timeout=120,
         selector=f"{PFX}name={name}",
     )
     changed = sc.observe_pods(
@@ -422,59 +348,10 @@ def test_under_none_a_container_exiting_on_its_own_only_restarts_itself(scenario
         selector=f"{PFX}name={name}",
     )
     assert changed is None, f"restartPolicy None recreated pods after {target}'s container exited: {changed}"
-    assert not _recreate_group_events(sc), "RecreateGroup event under restartPolicy None"
+    assert not recreate_group_events(sc), "RecreateGroup event under restartPolicy None"
 
 
 # -- RecreateGroupAfterStart -------------------------------------------------------------------
-def waits_until_started(sc: Scenario, obj: Obj, form: str) -> None:
-    """The recreate-after-start promise for `obj` (one group of 3, restartPolicy and annotation
-    as the caller set them; `form` names them in messages): while the workers are Pending behind
-    a scheduling gate a leader container restart recreates nothing; once every pod runs, the
-    recorded restart rebuilds the whole group, with a RecreateGroup event."""
-    name = obj["metadata"]["name"]
-    policy = obj["spec"]["leaderWorkerTemplate"]["restartPolicy"]
-    obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["schedulingGates"] = [{"name": HOLD_GATE}]
-    lws = sc.create(obj)
-    assert lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] == policy, lws["spec"]
-    workers = [f"{name}-0-1", f"{name}-0-2"]
-    pods = sc.wait_pods(
-        lambda ps: (
-            ps
-            if P.names(ps) == {f"{name}-0", *workers}
-            and all(P.pod_ready(p) for p in P.live(ps) if p["metadata"]["name"] == f"{name}-0")
-            and all(P.gated(p, HOLD_GATE) for p in P.live(ps) if p["metadata"]["name"] in workers)
-            else None
-        ),
-        f"leader {name}-0 Ready, workers {workers} Pending behind {HOLD_GATE}",
-    )
-    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in P.live(pods)}
-    _apply_fault(sc, "restart", name, 0, 0)
-    changed = sc.observe_pods(
-        lambda ps: (
-            {p["metadata"]["name"] for p in ps if before.get(p["metadata"]["name"]) != p["metadata"]["uid"]}
-            or (None if len(P.live(ps)) == len(before) else "a pod was deleted")
-        ),
-        duration=WINDOW,
-    )
-    assert changed is None, f"{form} recreated a group that had not started: {changed}"
-    # Ungating the workers starts the group; the leader's recorded restart now counts.
-    for w in workers:
-        sc.core.patch_namespaced_pod(w, sc.namespace, [{"op": "remove", "path": "/spec/schedulingGates"}])
-    sc.wait_pods(
-        lambda ps: (
-            ps
-            if {p["metadata"]["name"] for p in P.live(ps)} == set(before)
-            and not {p["metadata"]["uid"] for p in P.live(ps)} & set(before.values())
-            else None
-        ),
-        f"every pod of group 0 ({sorted(before)}) recreated once the group had started",
-        timeout=RECOVERY,
-    )
-    assert any(e["note"].endswith("to recreate group 0") for e in _recreate_group_reported(sc, 0)), (
-        "no RecreateGroup event in events.k8s.io/v1"
-    )
-
-
 @pytest.mark.requirement("CHAOS-RESTART-004")
 def test_recreate_group_after_start_waits_until_the_group_has_started(
     scenario: Scenario, lwsc_cluster: ClusterHandle
@@ -484,7 +361,7 @@ def test_recreate_group_after_start_waits_until_the_group_has_started(
     recorded in the leader's restartCount) rebuilds the whole group."""
     sc, name = scenario, "ra"
     sc.require_simulated_kubelet("keeps a container restart in the leader's restartCount")
-    obj = _lws(name, "RecreateGroupAfterStart", replicas=1, size=3)
+    obj = restart_lws(name, "RecreateGroupAfterStart", replicas=1, size=3)
     waits_until_started(sc, obj, "RecreateGroupAfterStart")
 
 
@@ -499,15 +376,15 @@ def test_recreated_group_is_readmitted_whole_under_kueue(scenario: Scenario, uni
     sc.create(workloads.cluster_queue(unique, unique, {"cpu": "10", "memory": "10Gi", topo.gpu_resource: str(size)}))
     sc.create(workloads.local_queue("lq", unique))
     lws = sc.create(
-        _lws(
+        restart_lws(
             name, "RecreateGroupOnPodRestart", replicas=1, size=size, gpus=1, gpu_resource=topo.gpu_resource, queue="lq"
         )
     )
-    before = _steady(sc, lws)
+    before = steady(sc, lws)
     wl_before = _workloads(sc)
     assert len(wl_before) == 1 and _admitted(wl_before[0]), [w["metadata"]["name"] for w in wl_before]
-    _apply_fault(sc, "restart", name, 0, 1)
-    after = _wait_group_recreated(sc, lws, 0, before, RECOVERY)
+    apply_fault(sc, "restart", name, 0, 1)
+    after = wait_group_recreated(sc, lws, 0, before, RECOVERY)
     pods = [p for p in P.live(sc.pods(f"{PFX}name={name}")) if p["metadata"]["name"] in after]
     for p in pods:
         assert not P.gated(p), f"{p['metadata']['name']} still gated"
@@ -522,8 +399,7 @@ def test_recreated_group_is_readmitted_whole_under_kueue(scenario: Scenario, uni
 
 
 def _workloads(sc: Scenario) -> list[Obj]:
-    out = sc.custom.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", sc.namespace, "workloads")
-    return list(out["items"])
+    return sc.list_objects("Workload")
 
 
 def _admitted(wl: Obj) -> bool:

@@ -18,22 +18,28 @@ from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
-from test_restart_policy import (
+
+from lws_conformance.testing import (
+    LWS_GROUP,
+    LWS_PLURAL,
+    LWS_VERSION,
+    Scenario,
+    images,
+    kubelet,
+    steady_state_violations,
+)
+from lws_conformance.testing import predicates as P
+
+from .restart_support import (
     PFX,
     RECOVERY,
     WINDOW,
-    _group,
-    _lws,
-    _recreate_group_events,
-    _steady,
-    _wait_group_recreated,
+    group_uids,
+    recreate_group_events,
+    restart_lws,
+    steady,
+    wait_group_recreated,
 )
-
-from lws_conformance import images
-from lws_conformance.chaos import kubelet
-from lws_conformance.chaos.probes import steady_state_violations
-from lws_conformance.k8s import predicates as P
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -80,11 +86,11 @@ def test_simulated_container_exit_recreates_its_group(scenario: Scenario, code: 
     group 1 under the same names and group index, while group 0 keeps its pods and containers."""
     sc, name, group = scenario, "sx", 1
     sc.require_simulated_kubelet("reports a container's exit and restart")
-    lws = sc.create(_lws(name, "RecreateGroupOnPodRestart", replicas=2, size=2))
-    before = _steady(sc, lws)
-    kept = {n: v for n, v in _restarts(sc.pods(f"{PFX}name={name}")).items() if n in _group(before, name, 0)}
+    lws = sc.create(restart_lws(name, "RecreateGroupOnPodRestart", replicas=2, size=2))
+    before = steady(sc, lws)
+    kept = {n: v for n, v in _restarts(sc.pods(f"{PFX}name={name}")).items() if n in group_uids(before, name, 0)}
     _exit_and_restart(sc, f"{name}-{group}-1", code)
-    _wait_group_recreated(sc, lws, group, before, timeout=RECOVERY)
+    wait_group_recreated(sc, lws, group, before, timeout=RECOVERY)
     now = _restarts(sc.pods(f"{PFX}name={name}"))
     assert {n: now.get(n) for n in kept} == kept, (
         f"group 0 was touched by group 1's recreation: (UID, restarts) before {kept}, after "
@@ -99,8 +105,8 @@ def test_simulated_container_exit_under_none_restarts_only_itself(scenario: Scen
     Ready again, and no RecreateGroup event is emitted."""
     sc, name = scenario, "sxn"
     sc.require_simulated_kubelet("reports a container's exit and restart")
-    lws = sc.create(_lws(name, "None", replicas=2, size=2))
-    before = _steady(sc, lws)
+    lws = sc.create(restart_lws(name, "None", replicas=2, size=2))
+    before = steady(sc, lws)
     target = f"{name}-0-1"
     _exit_and_restart(sc, target, OWN_EXIT)
 
@@ -116,14 +122,14 @@ def test_simulated_container_exit_under_none_restarts_only_itself(scenario: Scen
         selector=f"{PFX}name={name}",
     )
     assert _restarts(pods)[target] == (before[target], 1), f"{target} (UID, restarts): {_restarts(pods)[target]}"
-    assert not _recreate_group_events(sc), "RecreateGroup event under restartPolicy None"
+    assert not recreate_group_events(sc), "RecreateGroup event under restartPolicy None"
 
 
 # -- an init container that fails at start-up (its pod Pending, on a node the test is the kubelet of) --
 def _init_lws(name: str, node: str, hostname_label: str) -> Obj:
     """Two groups of 2 under RecreateGroupOnPodRestart; the workers have an init container and
     run on `node` (a ScriptedNode: only they tolerate it)."""
-    obj = _lws(name, "RecreateGroupOnPodRestart", replicas=2, size=2)
+    obj = restart_lws(name, "RecreateGroupOnPodRestart", replicas=2, size=2)
     spec = obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
     spec["terminationGracePeriodSeconds"] = 1
     spec["initContainers"] = [{"name": INIT, "image": images.ref("agnhost"), "command": ["/bin/sh", "-c", "true"]}]
@@ -158,8 +164,9 @@ def test_simulated_init_container_restart_recreates_its_group(scenario: Scenario
     def hold(pod: Obj) -> bool:
         return pod["metadata"]["name"] == target and held["uid"] in (None, pod["metadata"]["uid"])
 
-    with kubelet.ScriptedNode(sc.api, f"lwsc-{unique}", sc.namespace, sc.cluster.topology.hostname_label,
-                              hold=hold) as node:
+    with kubelet.ScriptedNode(
+        sc.api, f"lwsc-{unique}", sc.namespace, sc.cluster.topology.hostname_label, hold=hold
+    ) as node:
         try:
             lws = sc.create(_init_lws(name, node.name, sc.cluster.topology.hostname_label))
 
@@ -171,17 +178,23 @@ def test_simulated_init_container_restart_recreates_its_group(scenario: Scenario
                     return None
                 return live if pending["spec"].get("nodeName") == node.name else None
 
-            seen = sc.wait_pods(first_up, f"group 0 Ready, leader {name}-{group} Ready, {target} bound to {node.name}",
-                                selector=f"{PFX}name={name}")
+            seen = sc.wait_pods(
+                first_up,
+                f"group 0 Ready, leader {name}-{group} Ready, {target} bound to {node.name}",
+                selector=f"{PFX}name={name}",
+            )
             held["uid"] = seen[target]["metadata"]["uid"]
             failed = node.report(target, lambda p: kubelet.init_failed(p, INIT, exit_code=1))
             assert failed["status"]["phase"] == "Pending", failed["status"]
             restarted = node.report(target, lambda p: kubelet.init_restarted(p, INIT))
             init = restarted["status"]["initContainerStatuses"][0]
-            assert init["restartCount"] == 1 and restarted["status"]["phase"] == "Pending", restarted["status"]
+            assert init["restartCount"] == 1, restarted["status"]
+            assert restarted["status"]["phase"] == "Pending", restarted["status"]
             uids = {n: p["metadata"]["uid"] for n, p in seen.items()}
-            after = _wait_group_recreated(sc, lws, group, uids, timeout=RECOVERY)
-            assert _group(after, name, 0) == _group(uids, name, 0), "group 0 was touched by group 1's recreation"
+            after = wait_group_recreated(sc, lws, group, uids, timeout=RECOVERY)
+            assert group_uids(after, name, 0) == group_uids(uids, name, 0), (
+                "group 0 was touched by group 1's recreation"
+            )
             node.check()
         finally:
             _drain(sc, name, node)
@@ -204,7 +217,7 @@ def test_simulated_recreated_group_pods_terminate_gracefully(scenario: Scenario,
     hostname = sc.cluster.topology.hostname_label
     with kubelet.ScriptedNode(sc.api, f"lwsc-{unique}", sc.namespace, hostname) as node:
         try:
-            obj = _lws(name, "RecreateGroupOnPodRestart", replicas=1, size=2)
+            obj = restart_lws(name, "RecreateGroupOnPodRestart", replicas=1, size=2)
             for key in ("leaderTemplate", "workerTemplate"):
                 spec = obj["spec"]["leaderWorkerTemplate"][key]["spec"]
                 spec["terminationGracePeriodSeconds"] = GRACE
@@ -213,9 +226,9 @@ def test_simulated_recreated_group_pods_terminate_gracefully(scenario: Scenario,
                 for c in spec["containers"]:
                     c["lifecycle"] = {"preStop": {"sleep": {"seconds": PRE_STOP}}}
             lws = sc.create(obj)
-            before = _steady(sc, lws)
+            before = steady(sc, lws)
             _exit_and_restart(sc, f"{name}-0-1", KILLED)
-            _wait_group_recreated(sc, lws, 0, before, timeout=RECOVERY + 2 * PRE_STOP)
+            wait_group_recreated(sc, lws, 0, before, timeout=RECOVERY + 2 * PRE_STOP)
             node.check()
             wrong = []
             for pod, uid in sorted(before.items()):

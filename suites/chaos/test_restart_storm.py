@@ -17,10 +17,10 @@ from pathlib import Path
 
 import allure
 import pytest
-from test_restart_policy import RECOVERY, _apply_fault, _lws, _steady, _wait_group_recreated
 
-from lws_conformance.observe import artifact_dir
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Scenario, artifact_dir
+
+from .restart_support import RECOVERY, apply_fault, restart_lws, steady, wait_group_recreated
 
 pytestmark = pytest.mark.cluster
 CRASHES = 5
@@ -31,14 +31,14 @@ def test_crash_looping_worker_recreates_its_group_every_time(scenario: Scenario,
     """R=1, size 3: worker 1's container restarts (kubelet report) as soon as the group is steady,
     CRASHES times; each restart must recreate the whole group (new UIDs, same names)."""
     sc, name = scenario, "st"
-    lws = sc.create(_lws(name, "RecreateGroupOnPodRestart", replicas=1, size=3))
-    uids = _steady(sc, lws)
+    lws = sc.create(restart_lws(name, "RecreateGroupOnPodRestart", replicas=1, size=3))
+    uids = steady(sc, lws)
     rebuilds: list[float] = []
     began = time.monotonic()
     for _ in range(CRASHES):
         t0 = time.monotonic()
-        _apply_fault(sc, "restart", name, 0, 1)
-        uids = _wait_group_recreated(sc, lws, 0, uids, RECOVERY)
+        apply_fault(sc, "restart", name, 0, 1)
+        uids = wait_group_recreated(sc, lws, 0, uids, RECOVERY)
         rebuilds.append(round(time.monotonic() - t0, 3))
     total = time.monotonic() - began
     figures = {"crashes": CRASHES, "group_recreations": len(rebuilds), "seconds": round(total, 3),

@@ -11,18 +11,18 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lws_conformance import images
-from lws_conformance.catalogue import reached
-from lws_conformance.k8s.wait import scale
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.testing import Scenario, admission, images, reached
 
 Obj = dict[str, Any]
 GROUP, VERSION, PLURAL = "disaggregatedset.x-k8s.io", "v1", "disaggregatedsets"
+
 API = f"{GROUP}/{VERSION}"
+
 PREFIX = "disaggregatedset.x-k8s.io/"
 SET, ROLE, REVISION, SLICE = PREFIX + "name", PREFIX + "role", PREFIX + "revision", PREFIX + "slice"
 # "Must never happen" window: the controller creates Services ~1 s after the roles turn ready
 # (measured on the local cluster, 2 shared cores); 5 s covers several reconciles, scaled.
+
 OBSERVE_SECONDS = 5.0
 
 
@@ -30,6 +30,7 @@ OBSERVE_SECONDS = 5.0
 # controller names each child LeaderWorkerSet using a slice index ... <DisaggregatedSet-name>-<slice>-
 # <revision-hash>-<role-name> ... Controllers at v0.9.0 or older predate slices and omit the <slice>
 # segment."
+
 SLICED_NAMES_SINCE = "v0.10.0"
 
 
@@ -46,8 +47,11 @@ def sliced(sc: Scenario) -> bool:
 
 # LWS PR #966 (main e9d2c6f, the 6th commit after v0.10.0): the webhook refuses a set whose
 # generated Service name <set>-<slice>-<revision>-<role>-prv would exceed 63 characters.
+
 GENERATED_NAMES_SINCE = "v0.10.0+main.6"
+
 GENERATED_NAME_STATUS = 403  # the webhook's refusal (the schema's are 422)
+
 GENERATED_NAME_MESSAGE = "would exceed the DNS-1035 limit of 63 characters"
 
 
@@ -149,16 +153,7 @@ def wait_roles_check(mine: list[Obj], want: dict[str, int]) -> dict[str, Obj] | 
 
 
 def wait_lws(sc: Scenario, check: Any, condition: str, timeout: float = 90) -> Any:
-    return sc.wait_in_namespace(
-        sc.custom.list_namespaced_custom_object,
-        "LWSs",
-        check,
-        condition,
-        timeout,
-        group=LWS_GROUP,
-        version=LWS_VERSION,
-        plural=LWS_PLURAL,
-    )
+    return sc.wait_objects("LeaderWorkerSet", check, condition, timeout, what=f"LWSs in {sc.namespace}")
 
 
 def wait_replicas(sc: Scenario, set_name: str, want: dict[str, int], condition: str, timeout: float = 90) -> None:
@@ -195,4 +190,39 @@ def services(objs: list[Obj], set_name: str, revision: str) -> list[Obj]:
 
 
 def window() -> float:
-    return OBSERVE_SECONDS * scale()
+    """A "must never happen" window in plain seconds (`observe` multiplies it by timeouts.scale)."""
+    return OBSERVE_SECONDS
+
+
+# -- admission (server-side dry-run creates) ---------------------------------------------------
+def admission_outcome(call: Any) -> tuple[Obj | None, int | None, str]:
+    """(object, None, "") when accepted; (None, status, message) when refused as invalid. Any other
+    answer fails here (a 5xx is no refusal) or is an `error` (an unreachable webhook)."""
+    out = admission.answer(call)
+    if out.obj is not None:
+        return out.obj, None, ""
+    admission.assert_refused(out)
+    return None, out.status, out.message
+
+
+def dry_create(sc: Scenario, obj: Obj) -> tuple[Obj | None, int | None, str]:
+    return admission_outcome(
+        lambda: sc.custom.create_namespaced_custom_object(
+            GROUP, VERSION, sc.namespace, PLURAL, obj, dry_run="All"
+        )
+    )
+
+
+def accepted(sc: Scenario, obj: Obj) -> Obj:
+    out, status, message = dry_create(sc, obj)
+    assert out is not None, f"{[r['name'] for r in obj['spec']['roles']]} rejected ({status}): {message}"
+    return out
+
+
+def rejected(sc: Scenario, obj: Obj, status: int, *parts: str) -> str:
+    out, got, message = dry_create(sc, obj)
+    assert out is None, f"accepted, expected a {status} naming {parts}"
+    assert got == status, f"rejected with {got}, expected {status}: {message}"
+    for part in parts:
+        assert part in message, f"message {message!r} lacks {part!r}"
+    return message

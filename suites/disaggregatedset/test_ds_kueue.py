@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import ds_helpers as D
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import observe
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import ClusterHandle, Scenario, observe, workloads
+from lws_conformance.testing import predicates as P
+
+from . import ds_helpers as D
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -86,9 +84,7 @@ def test_each_role_group_admitted_as_a_gang(scenario: Scenario, lwsc_cluster: Cl
         uid, replicas = o["metadata"]["uid"], o["spec"]["replicas"]
         assert (o["metadata"].get("labels") or {}).get(workloads.QUEUE_LABEL) == QUEUE, f"{name} lacks the queue label"
         expected = {workloads.lws_workload_name(name, uid, i) for i in range(replicas)}
-        wls = sc.custom.list_namespaced_custom_object(
-            workloads.KUEUE_GROUP, workloads.KUEUE_VERSION, sc.namespace, "workloads", label_selector=f"{JOB_UID}={uid}"
-        )["items"]
+        wls = sc.list_objects("Workload", selector=f"{JOB_UID}={uid}")
         assert {w["metadata"]["name"] for w in wls} == expected, (
             f"{name}: Workloads {[w['metadata']['name'] for w in wls]}"
         )

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import ds_helpers as D
 import pytest
-from test_ds_validation import accepted, rejected
 
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import admission
-from lws_conformance.k8s import predicates as P
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, ClusterHandle, Scenario, admission
+from lws_conformance.testing import predicates as P
+
+from . import ds_helpers as D
+from .ds_helpers import accepted, rejected
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]

@@ -18,15 +18,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ds_helpers as D
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.claims import Claims
-from lws_conformance.errors import Failures
-from lws_conformance.k8s import clock
-from lws_conformance.observe import artifact_dir, check, disagg, disagg_picture, failures, record
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    Claims,
+    Failures,
+    Scenario,
+    artifact_dir,
+    check,
+    clock,
+    disagg,
+    disagg_picture,
+    failures,
+    images,
+    record,
+    workloads,
+)
+
+from . import ds_helpers as D
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import ds_helpers as D
 import pytest
-from test_ds_validation import accepted, rejected
 
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import observe
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.testing import Claims, Scenario
+from lws_conformance.testing import predicates as P
+
+from . import ds_helpers as D
+from .ds_helpers import accepted, rejected
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -33,12 +32,13 @@ def _external(name: str, replicas: int | None = None, size: int = 2) -> Obj:
 
 
 def _scalers(sc: Scenario) -> list[Obj]:
-    return list(sc.custom.list_namespaced_custom_object(D.GROUP, D.VERSION, sc.namespace, PLURAL)["items"])
+    return sc.list_objects("DisaggregatedSetRoleScaler")
 
 
 def _wait_scalers(sc: Scenario, check: Any, condition: str, timeout: float = 60) -> Any:
-    return sc.wait_in_namespace(sc.custom.list_namespaced_custom_object, "DisaggregatedSetRoleScalers", check,
-                                condition, timeout, group=D.GROUP, version=D.VERSION, plural=PLURAL)  # fmt: skip
+    return sc.wait_objects(
+        "DisaggregatedSetRoleScaler", check, condition, timeout, what=f"DisaggregatedSetRoleScalers in {sc.namespace}"
+    )
 
 
 def _scaler(sc: Scenario, name: str, check: Any = None, condition: str = "exists", timeout: float = 60) -> Obj:
@@ -145,8 +145,7 @@ def test_a_static_role_switched_to_external_keeps_its_groups(scenario: Scenario)
         return f"prefill LWSs at {total} replicas in all: {[o['metadata']['name'] for o in prefill]}" if total < 3 \
             else None  # fmt: skip
 
-    leak = observe(sc.api, sc.custom.list_namespaced_custom_object, drained, duration=D.window(),
-                   group=LWS_GROUP, version=LWS_VERSION, namespace=sc.namespace, plural=LWS_PLURAL)  # fmt: skip
+    leak = sc.observe_objects("LeaderWorkerSet", drained, D.window())
     assert leak is None, leak
     D.wait_roles(sc, "flip", {"prefill": 3, "decode": 1}, "prefill still at 3 after the switch, decode at 1")
 
@@ -203,8 +202,7 @@ def test_a_scaler_the_user_made_is_neither_adopted_nor_overwritten(scenario: Sce
                 f"spec {s['spec']}, status {s.get('status')}"  # fmt: skip
         return None
 
-    leak = observe(sc.api, sc.custom.list_namespaced_custom_object, taken, duration=D.window(),
-                   group=D.GROUP, version=D.VERSION, namespace=sc.namespace, plural=PLURAL)  # fmt: skip
+    leak = sc.observe_objects("DisaggregatedSetRoleScaler", taken, D.window())
     assert leak is None, leak
 
 

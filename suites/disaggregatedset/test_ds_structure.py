@@ -9,14 +9,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-import ds_helpers as D
 import pytest
 
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import WaitTimeout, observe
-from lws_conformance.observe import artifact_dir, record, saved
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.testing import (
+    Claims,
+    Scenario,
+    WaitTimeout,
+    artifact_dir,
+    observe,
+    record,
+    saved,
+)
+from lws_conformance.testing import predicates as P
+
+from . import ds_helpers as D
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -27,8 +33,7 @@ STATUS_SECONDS = 5.0
 
 
 def _lws_list(sc: Scenario) -> list[Obj]:
-    out = sc.custom.list_namespaced_custom_object(LWS_GROUP, LWS_VERSION, sc.namespace, LWS_PLURAL)
-    return list(out["items"])
+    return sc.list_objects("LeaderWorkerSet")
 
 
 def _prv(objs: list[Obj], set_name: str) -> dict[str, Obj]:
@@ -111,14 +116,11 @@ def test_one_lws_per_role_with_services_and_gc(scenario: Scenario, claim: Claims
         _no_service_before_every_role_is_ready(sc)
     with claim("LWS-DSCHILD-002"):  # garbage collection
         sc.custom.delete_namespaced_custom_object(D.GROUP, D.VERSION, sc.namespace, D.PLURAL, "llm")
-        sc.wait_in_namespace(
-            sc.custom.list_namespaced_custom_object,
-            "LWSs",
+        sc.wait_objects(
+            "LeaderWorkerSet",
             lambda o: not D.children(o, "llm") or None,
             "every LWS of llm garbage-collected",
-            group=LWS_GROUP,
-            version=LWS_VERSION,
-            plural=LWS_PLURAL,
+            what=f"LWSs in {sc.namespace}",
         )
         sc.wait_services(lambda o: not _prv(o, "llm") or None, "every Service of llm garbage-collected")
 
@@ -128,17 +130,14 @@ def _no_service_before_every_role_is_ready(sc: Scenario) -> None:
     held = D.role("decode", 1, 1)
     held["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["nodeSelector"] = {"example.com/none": "x"}
     sc.create(D.dset("held", [D.role("prefill", 1, 1), held]))
-    sc.wait_in_namespace(
-        sc.custom.list_namespaced_custom_object,
-        "LWSs",
+    sc.wait_objects(
+        "LeaderWorkerSet",
         lambda objs: (
             any(o["metadata"]["labels"].get(D.ROLE) == "prefill" and D.ready(o) for o in D.children(objs, "held"))
             or None
         ),
         "held's prefill LWS ready",
-        group=LWS_GROUP,
-        version=LWS_VERSION,
-        plural=LWS_PLURAL,
+        what=f"LWSs in {sc.namespace}",
     )
     seen = observe(
         sc.api,
@@ -194,15 +193,12 @@ def _wait_status(sc: Scenario, ok: Any) -> Obj:
         return None
 
     with contextlib.suppress(WaitTimeout):
-        sc.wait_in_namespace(
-            sc.custom.list_namespaced_custom_object,
-            "DisaggregatedSet st",
+        sc.wait_objects(
+            "DisaggregatedSet",
             check,
             "status.roleStatuses and status.conditions filled",
             STATUS_SECONDS,
-            group=D.GROUP,
-            version=D.VERSION,
-            plural=D.PLURAL,
+            what=f"DisaggregatedSet st in {sc.namespace}",
         )
     return last[0]
 

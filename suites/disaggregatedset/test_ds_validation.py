@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import ds_helpers as D
 import pytest
 
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import admission
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario
+
+from . import ds_helpers as D
+from .ds_helpers import accepted, admission_outcome, dry_create, rejected
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -28,39 +28,6 @@ PARTITION_MSG = (
 MIXED_MSG = "replicas must be zero for all roles or non-zero for all roles"
 # v0.10.0 (External scaling, PR #922): the rule spares External roles and says so
 MIXED_MSG_SINCE_V0_10 = "replicas must be zero for all non-External roles or non-zero for all non-External roles"
-
-
-def _outcome(call: Any) -> tuple[Obj | None, int | None, str]:
-    """(object, None, "") when accepted; (None, status, message) when refused as invalid. Any other
-    answer fails here (a 5xx is no refusal) or is an `error` (an unreachable webhook)."""
-    out = admission.answer(call)
-    if out.obj is not None:
-        return out.obj, None, ""
-    admission.assert_refused(out)
-    return None, out.status, out.message
-
-
-def dry_create(sc: Scenario, obj: Obj) -> tuple[Obj | None, int | None, str]:
-    return _outcome(
-        lambda: sc.custom.create_namespaced_custom_object(
-            D.GROUP, D.VERSION, sc.namespace, D.PLURAL, obj, dry_run="All"
-        )
-    )
-
-
-def accepted(sc: Scenario, obj: Obj) -> Obj:
-    out, status, message = dry_create(sc, obj)
-    assert out is not None, f"{[r['name'] for r in obj['spec']['roles']]} rejected ({status}): {message}"
-    return out
-
-
-def rejected(sc: Scenario, obj: Obj, status: int, *parts: str) -> str:
-    out, got, message = dry_create(sc, obj)
-    assert out is None, f"accepted, expected a {status} naming {parts}"
-    assert got == status, f"rejected with {got}, expected {status}: {message}"
-    for part in parts:
-        assert part in message, f"message {message!r} lacks {part!r}"
-    return message
 
 
 def two(**kw: Any) -> list[Obj]:
@@ -140,7 +107,7 @@ def test_rollout_type_and_partition_rejected(scenario: Scenario, claim: Claims) 
         sc.create(D.dset("stored", [D.role("prefill", 0), D.role("decode", 0)]))
         stored = D.get(sc, "stored")
         stored["spec"]["roles"][1]["spec"]["rolloutStrategy"] = {"rollingUpdateConfiguration": {"partition": 2}}
-        _, status, message = _outcome(
+        _, status, message = admission_outcome(
             lambda: sc.custom.replace_namespaced_custom_object(
                 D.GROUP, D.VERSION, sc.namespace, D.PLURAL, "stored", stored, dry_run="All"
             )

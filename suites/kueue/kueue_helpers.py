@@ -14,19 +14,25 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from lws_conformance import workloads
-from lws_conformance.k8s import kueue_evidence as E
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.logs import json_log_records
-from lws_conformance.k8s.wait import wait_for
-from lws_conformance.profile import Topology
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import LWS_API, Scenario
+from lws_conformance.testing import (
+    LWS_API,
+    ClusterHandle,
+    Scenario,
+    Topology,
+    json_log_records,
+    workloads,
+)
+from lws_conformance.testing import kueue_evidence as E
+from lws_conformance.testing import predicates as P
 
 Obj = dict[str, Any]
+
 KUEUE_API = f"{workloads.KUEUE_GROUP}/{workloads.KUEUE_VERSION}"
+
 JOB_UID = "kueue.x-k8s.io/job-uid"
+
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+
 OBSERVE_SECONDS = 5.0  # "must never happen" windows: several Kueue scheduling cycles (it requeues within ~1 s)
 # How long a Workload that fits may wait for quota before the harness looks for why it has none
 # (test_kueue_tas._wait_quota; without evidence of a cause it waits on to its ordinary deadline):
@@ -34,12 +40,16 @@ OBSERVE_SECONDS = 5.0  # "must never happen" windows: several Kueue scheduling c
 # and at most 0.70 s after its Workload appears, on the 2-core machine at load 23-36
 # (benchmarks/tas_admission_latency.py, docs/performance.md). 5 s is 7 times that maximum;
 # `wait_for` multiplies it by timeouts.scale.
+
 ADMISSION_SECONDS = 5.0
+
 GROUP_NAME = "kueue.x-k8s.io/pod-group-name"  # Kueue's pod-group label and annotation key
+
 QUEUE = "lq"  # LocalQueue name in the test namespace (never `default`: that captures unlabelled LWS)
 
 
 # -- queues ------------------------------------------------------------------------------------
+
 def plain_queue(
     scenario: Scenario, unique: str, quota: dict[str, str], *, preemption: bool = False, queue: str = QUEUE
 ) -> str:
@@ -92,6 +102,7 @@ def roomy(t: Topology) -> dict[str, str]:
 # Tests whose group fills a whole rack take turns (`@pytest.mark.exclusive(WHOLE_RACK)`): each test's
 # TAS flavor is its own, and a flavor's TAS cache counts only its own Workloads, so two such groups
 # admitted at once can both be given the same free rack (seen: one of them then never schedules).
+
 WHOLE_RACK = "whole-rack"
 
 
@@ -112,6 +123,7 @@ def rack_of_ranked_workers(cluster: ClusterHandle, name: str) -> tuple[Obj, int]
 
 
 # -- Workloads ---------------------------------------------------------------------------------
+
 def admitted(wl: Obj) -> bool:
     return P.condition(wl, "Admitted") == "True"
 
@@ -130,33 +142,26 @@ def lws_uid(scenario: Scenario, name: str) -> str:
     return uid
 
 
-def list_workloads_fn(scenario: Scenario) -> Callable[..., Any]:
-    return scenario.custom.list_namespaced_custom_object
+def workload_selector(uid: str) -> str:
+    """The label selector of the Workloads of one LWS (Kueue labels them with its UID)."""
+    return f"{JOB_UID}={uid}"
 
 
-def workload_kwargs(scenario: Scenario, uid: str) -> dict[str, Any]:
-    """list/watch arguments selecting the Workloads of one LWS (Kueue labels them with its UID)."""
-    return {
-        "group": workloads.KUEUE_GROUP,
-        "version": workloads.KUEUE_VERSION,
-        "namespace": scenario.namespace,
-        "plural": "workloads",
-        "label_selector": f"{JOB_UID}={uid}",
-    }
+def workloads_of(scenario: Scenario, uid: str) -> list[Obj]:
+    """The Workloads of one LWS, as they are now."""
+    return scenario.list_objects("Workload", selector=workload_selector(uid))
 
 
 def wait_workloads(
     scenario: Scenario, uid: str, predicate: Callable[[list[Obj]], Any], condition: str, timeout: float = 60
 ) -> Any:
-    return wait_for(
-        scenario.api,
-        list_workloads_fn(scenario),
+    return scenario.wait_objects(
+        "Workload",
         predicate,
+        condition,
+        timeout,
+        selector=workload_selector(uid),
         what=f"Workloads in {scenario.namespace} ({JOB_UID}={uid})",
-        condition=condition,
-        timeout=timeout,
-        diagnose=scenario.diagnose,
-        **workload_kwargs(scenario, uid),
     )
 
 
@@ -180,6 +185,7 @@ def by_name(objs: list[Obj]) -> dict[str, Obj]:
 
 
 # -- pods of one LWS ---------------------------------------------------------------------------
+
 def selector(lws_name: str) -> str:
     return f"{NAME_LABEL}={lws_name}"
 
@@ -328,7 +334,7 @@ def one_pod_groups_held(
     not all become Ready: one failure per group not Admitted with both pods Ready, each naming the
     group's state (`kueue_evidence.one_pod_group_failure`)."""
     uid = lws_uid(scenario, lws_name)
-    named = by_name(list_workloads_fn(scenario)(**workload_kwargs(scenario, uid))["items"])
+    named = by_name(workloads_of(scenario, uid))
     groups = groups_of(P.live(scenario.pods(selector(lws_name))))
     gpu = cluster.topology.gpu_resource
     read: dict[str | None, dict[str, int] | None] = {}
@@ -387,3 +393,19 @@ def lws_reconciles_after(scenario: Scenario, name: str, after: float) -> int | N
     `after` (time.time()); None when Kueue's log cannot be read here."""
     records = json_log_records(scenario.cluster.logs.get("kueue"), E.LWS_RECONCILE)
     return None if records is None else E.reconciles_after(records, scenario.namespace, name, after)
+
+
+# -- gang groups -------------------------------------------------------------------------------
+def gpu_quota(t: Any, gpus: int) -> dict[str, str]:
+    """GPUs are the scarce resource; cpu/memory are covered generously."""
+    return {"cpu": "100", "memory": "100Gi", t.gpu_resource: str(gpus)}
+
+
+def gang_lws(
+    name: str, cluster: ClusterHandle, replicas: int, size: int, gpus: int = 1, labels: dict[str, str] | None = None
+) -> Obj:
+    obj = workloads.lws(
+        name, replicas=replicas, size=size, gpus=gpus, gpu_resource=cluster.topology.gpu_resource, queue=QUEUE
+    )
+    obj["metadata"]["labels"].update(labels or {})
+    return obj

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.k8s import policy
-from lws_conformance.k8s import predicates as P
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import ClusterHandle, Scenario, policy, workloads
+from lws_conformance.testing import predicates as P
+
+from . import kueue_helpers as K
 
 pytestmark = [pytest.mark.cluster, pytest.mark.destructive]  # refuses a controller's writes for a while
 Obj = dict[str, Any]

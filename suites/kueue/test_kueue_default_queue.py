@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, workloads
+from lws_conformance.testing import predicates as P
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -41,9 +40,8 @@ def test_lws_without_queue_name_joins_the_default_local_queue(scenario: Scenario
     scenario.create(workloads.local_queue(K.QUEUE, f"{unique}-cq"))
     for lq in (DEFAULT, K.QUEUE):
         # Kueue's webhook defaults from its queue cache; Active is written once the queue is in it.
-        scenario.wait_in_namespace(
-            scenario.custom.list_namespaced_custom_object, f"LocalQueue {lq}", _lq_active(lq), "Active=True",
-            group=workloads.KUEUE_GROUP, version=workloads.KUEUE_VERSION, plural="localqueues",
+        scenario.wait_objects(
+            "LocalQueue", _lq_active(lq), "Active=True", what=f"LocalQueue {lq} in {scenario.namespace}"
         )
     replicas, size = 2, 2
     sent = workloads.lws("dq", replicas=replicas, size=size)

@@ -13,33 +13,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.observe import artifact_dir, record, saved
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    Claims,
+    ClusterHandle,
+    Scenario,
+    artifact_dir,
+    history,
+    record,
+    saved,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from . import kueue_helpers as K
+from .kueue_helpers import gang_lws, gpu_quota
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
-
-
-def _quota(t: Any, gpus: int) -> dict[str, str]:
-    """GPUs are the scarce resource; cpu/memory are covered generously."""
-    return {"cpu": "100", "memory": "100Gi", t.gpu_resource: str(gpus)}
-
-
-def _gang_lws(
-    name: str, cluster: ClusterHandle, replicas: int, size: int, gpus: int = 1, labels: dict[str, str] | None = None
-) -> Obj:
-    obj = workloads.lws(
-        name, replicas=replicas, size=size, gpus=gpus, gpu_resource=cluster.topology.gpu_resource, queue=K.QUEUE
-    )
-    obj["metadata"]["labels"].update(labels or {})
-    return obj
 
 
 @pytest.mark.requirement("KUEUE-GANG-001")
@@ -48,8 +40,8 @@ def test_every_group_gets_its_own_workload_and_runs_whole(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, claim: Claims
 ) -> None:
     replicas, size = 2, 3
-    K.plain_queue(scenario, unique, _quota(lwsc_cluster.topology, replicas * size))
-    scenario.create(_gang_lws("gang", lwsc_cluster, replicas, size))
+    K.plain_queue(scenario, unique, gpu_quota(lwsc_cluster.topology, replicas * size))
+    scenario.create(gang_lws("gang", lwsc_cluster, replicas, size))
 
     pods = scenario.wait_pods(
         K.all_ready(replicas, size), "every pod of both groups ungated, bound and Ready", selector=K.selector("gang")
@@ -98,14 +90,14 @@ def test_group_without_quota_stays_wholly_gated(scenario: Scenario, lwsc_cluster
     A second LWS whose single group needs more GPUs than the whole ClusterQueue has is held too.
     """
     replicas, size = 2, 3
-    K.plain_queue(scenario, unique, _quota(lwsc_cluster.topology, size + 1))
-    scenario.create(_gang_lws("gang", lwsc_cluster, replicas, size))
+    K.plain_queue(scenario, unique, gpu_quota(lwsc_cluster.topology, size + 1))
+    scenario.create(gang_lws("gang", lwsc_cluster, replicas, size))
     (running,), (waiting,) = scenario.wait_pods(
         K.split(replicas, size, ready=1),
         "one group whole and Ready, the other wholly held",
         selector=K.selector("gang"),
     )
-    scenario.create(_gang_lws("huge", lwsc_cluster, 1, size, gpus=2))  # needs 2*size > size+1 GPUs
+    scenario.create(gang_lws("huge", lwsc_cluster, 1, size, gpus=2))  # needs 2*size > size+1 GPUs
     scenario.wait_pods(K.split(1, size, ready=0), "the oversized group wholly held", selector=K.selector("huge"))
     uid, huge_uid = K.lws_uid(scenario, "gang"), K.lws_uid(scenario, "huge")
     pending = K.wait_pending(scenario, uid, workloads.lws_workload_name("gang", uid, waiting))
@@ -120,8 +112,7 @@ def test_group_without_quota_stays_wholly_gated(scenario: Scenario, lwsc_cluster
     escaped = scenario.observe_pods(violation, K.OBSERVE_SECONDS)
     assert escaped is None, escaped
 
-    listing: Any = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))
-    wls = K.by_name(listing["items"])
+    wls = K.by_name(K.workloads_of(scenario, uid))
     assert not K.quota_reserved(wls[pending["metadata"]["name"]]), "the waiting Workload got quota"
     assert K.admitted(wls[workloads.lws_workload_name("gang", uid, running)])
     pods = scenario.pods(K.selector("gang"))
@@ -133,11 +124,11 @@ def test_deleting_admitted_lws_admits_waiting_group_whole(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
 ) -> None:
     size = 3
-    K.plain_queue(scenario, unique, _quota(lwsc_cluster.topology, size + 1))
-    scenario.create(_gang_lws("first", lwsc_cluster, 1, size))
+    K.plain_queue(scenario, unique, gpu_quota(lwsc_cluster.topology, size + 1))
+    scenario.create(gang_lws("first", lwsc_cluster, 1, size))
     scenario.wait_pods(K.split(1, size, ready=1), "the first LWS admitted whole", selector=K.selector("first"))
     first_uid = K.lws_uid(scenario, "first")
-    scenario.create(_gang_lws("second", lwsc_cluster, 1, size))
+    scenario.create(gang_lws("second", lwsc_cluster, 1, size))
     scenario.wait_pods(K.split(1, size, ready=0), "the second LWS wholly held", selector=K.selector("second"))
     second_uid = K.lws_uid(scenario, "second")
     K.wait_pending(scenario, second_uid, workloads.lws_workload_name("second", second_uid, 0))
@@ -162,8 +153,8 @@ def test_scale_up_admits_new_groups_whole_as_quota_allows(
     no pod ungated before the write that made its group's Workload Admitted."""
     size = 2
     t = lwsc_cluster.topology
-    K.plain_queue(scenario, unique, _quota(t, 2 * size + 1))
-    scenario.create(_gang_lws("up", lwsc_cluster, 1, size))
+    K.plain_queue(scenario, unique, gpu_quota(t, 2 * size + 1))
+    scenario.create(gang_lws("up", lwsc_cluster, 1, size))
     scenario.wait_pods(K.split(1, size, ready=1), "group 0 Ready", selector=K.selector("up"))
     uid = K.lws_uid(scenario, "up")
 
@@ -184,10 +175,10 @@ def test_scale_up_admits_new_groups_whole_as_quota_allows(
             "3 Workloads, 2 admitted",
         )
 
-        K.set_quota(scenario, unique, _quota(t, 3 * size))
+        K.set_quota(scenario, unique, gpu_quota(t, 3 * size))
         scenario.wait_pods(K.split(3, size, ready=3), "the waiting group admitted whole", selector=K.selector("up"))
     events = saved(tl, artifact_dir(tmp_path), "up", lws="up")
-    wrong = P.released_before_admission(events, "up", [1, 2], lambda g: workloads.lws_workload_name("up", uid, g))
+    wrong = history.released_before_admission(events, "up", [1, 2], lambda g: workloads.lws_workload_name("up", uid, g))
     timeline = artifact_dir(tmp_path) / "up.timeline.json"
     assert not wrong, f"new groups not gated until admitted: {wrong} (timeline: {timeline})"
 
@@ -197,11 +188,11 @@ def test_scale_down_deletes_removed_groups_workloads_and_frees_quota(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
 ) -> None:
     size = 2
-    K.plain_queue(scenario, unique, _quota(lwsc_cluster.topology, 3 * size))
-    scenario.create(_gang_lws("down", lwsc_cluster, 3, size))
+    K.plain_queue(scenario, unique, gpu_quota(lwsc_cluster.topology, 3 * size))
+    scenario.create(gang_lws("down", lwsc_cluster, 3, size))
     scenario.wait_pods(K.all_ready(3, size), "all three groups Ready", selector=K.selector("down"))
     uid = K.lws_uid(scenario, "down")
-    scenario.create(_gang_lws("wait", lwsc_cluster, 1, size))
+    scenario.create(gang_lws("wait", lwsc_cluster, 1, size))
     scenario.wait_pods(K.split(1, size, ready=0), "the other LWS wholly held (queue full)", selector=K.selector("wait"))
 
     scenario.patch_lws("down", {"spec": {"replicas": 1}})
@@ -229,15 +220,15 @@ def test_higher_priority_evicts_a_whole_lower_priority_group(
     lo, hi = f"{unique}-lo", f"{unique}-hi"
     scenario.create(workloads.workload_priority_class(lo, 100))
     scenario.create(workloads.workload_priority_class(hi, 10000))
-    K.plain_queue(scenario, unique, _quota(lwsc_cluster.topology, 2 * size + 1), preemption=True)
-    scenario.create(_gang_lws("low", lwsc_cluster, 2, size, labels={workloads.PRIORITY_LABEL: lo}))
+    K.plain_queue(scenario, unique, gpu_quota(lwsc_cluster.topology, 2 * size + 1), preemption=True)
+    scenario.create(gang_lws("low", lwsc_cluster, 2, size, labels={workloads.PRIORITY_LABEL: lo}))
     before = scenario.wait_pods(K.all_ready(2, size), "both low groups Ready", selector=K.selector("low"))
     uids_before = {i: {p["metadata"]["uid"] for p in g} for i, g in K.groups_of(before).items()}
     names_before = {p["metadata"]["uid"]: p["metadata"]["name"] for p in before}
     low_uid = K.lws_uid(scenario, "low")
 
     with record(scenario.api, scenario.namespace) as tl:
-        scenario.create(_gang_lws("high", lwsc_cluster, 1, size, labels={workloads.PRIORITY_LABEL: hi}))
+        scenario.create(gang_lws("high", lwsc_cluster, 1, size, labels={workloads.PRIORITY_LABEL: hi}))
         scenario.wait_pods(K.split(1, size, ready=1), "the high-priority group Ready", selector=K.selector("high"))
         (kept,), (evicted,) = scenario.wait_pods(
             K.split(2, size, ready=1),

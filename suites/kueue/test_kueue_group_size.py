@@ -10,13 +10,11 @@ not-applicable (catalogue `since`).
 
 from __future__ import annotations
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.k8s import admission
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import ClusterHandle, Scenario, admission, workloads
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 SIZE_PATH = "spec.leaderWorkerTemplate.size"

@@ -15,17 +15,24 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.claims import Claims
-from lws_conformance.errors import Failures
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import WaitTimeout, wait_for
-from lws_conformance.observe import artifact_dir, record, saved
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    Claims,
+    ClusterHandle,
+    Failures,
+    Scenario,
+    WaitTimeout,
+    artifact_dir,
+    history,
+    images,
+    record,
+    saved,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -135,7 +142,7 @@ def test_deactivated_workload_evicts_its_whole_group_and_is_kept(
         escaped = scenario.observe_pods(K.leak(0), K.OBSERVE_SECONDS, selector=K.selector("da"))
         assert escaped is None, escaped
     with claim("KUEUE-DEACT-002"):
-        still = K.by_name(scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))["items"])
+        still = K.by_name(K.workloads_of(scenario, uid))
         assert wl in still and still[wl]["spec"].get("active") is False, (
             f"deactivated Workload {wl} was deleted or reactivated: present={wl in still}"
         )
@@ -189,16 +196,13 @@ def test_restart_policy_none_replaces_only_the_deleted_pod_through_the_gate(
         ready = K.all_ready(1, size)(objs)
         return live if ready and live[victim]["metadata"]["uid"] != uids[victim] else None
 
-    live = wait_for(
-        scenario.api,
-        scenario.core.list_namespaced_pod,
+    live = scenario.wait_objects(
+        "Pod",
         K.act_then_wait(lambda: scenario.core.delete_namespaced_pod(victim, scenario.namespace), replaced),
-        what=f"pods of {scenario.namespace}/rn",
-        condition=f"{victim} replaced (new UID) and the group Ready",
+        f"{victim} replaced (new UID) and the group Ready",
         timeout=60,
-        diagnose=scenario.diagnose,
-        namespace=scenario.namespace,
-        label_selector=K.selector("rn"),
+        selector=K.selector("rn"),
+        what=f"pods of {scenario.namespace}/rn",
     )
     others = {n: p["metadata"]["uid"] for n, p in live.items() if n != victim}
     assert others == {n: u for n, u in uids.items() if n != victim}, f"pods other than {victim} were replaced"
@@ -335,7 +339,7 @@ def test_leader_ready_startup_under_kueue(
         scenario.wait_pods(K.all_ready(replicas, size), "every group Ready", selector=K.selector("lr"))
         scenario.wait_lws("lr", scenario.settled(replicas), "Available")
     events = saved(tl, artifact_dir(tmp_path), "lr", lws="lr")
-    early = [w for g in range(replicas) for w in P.workers_before_leader_ready(events, "lr", g)]
+    early = [w for g in range(replicas) for w in history.workers_before_leader_ready(events, "lr", g)]
     assert not early, f"workers created before their leader was Ready: {early}"
 
 
@@ -433,25 +437,22 @@ def test_lws_without_queue_name_is_not_managed_by_default(scenario: Scenario, lw
         labelled.update(p["metadata"]["name"] for p in pods if (p["metadata"].get("labels") or {}).get(MANAGED))
         return K.all_ready(replicas, size)(pods)
 
-    wait_for(
-        scenario.api,
-        scenario.core.list_namespaced_pod,
+    scenario.wait_objects(
+        "Pod",
         K.act_then_wait(lambda: scenario.create(obj), check),
-        what=f"pods of {scenario.namespace}/nq",
-        condition="every group Ready",
+        "every group Ready",
         timeout=60,
-        diagnose=scenario.diagnose,
-        namespace=scenario.namespace,
-        label_selector=K.selector("nq"),
+        selector=K.selector("nq"),
+        what=f"pods of {scenario.namespace}/nq",
     )
     uid = K.lws_uid(scenario, "nq")
-    listing: Any = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))
+    listing = K.workloads_of(scenario, uid)
     problems = []
     if gated:
         problems.append(f"pods {sorted(gated)} of an LWS without a queue name were held by Kueue's admission gate")
     if labelled:
         problems.append(f"pods {sorted(labelled)} of an LWS without a queue name were labelled {MANAGED}")
-    if listing["items"]:
+    if listing:
         problems.append(f"Kueue created Workloads {[w['metadata']['name'] for w in listing['items']]}")
     if problems:
         raise Failures(problems)
@@ -468,7 +469,7 @@ def _status_written(lws: Obj) -> float | None:
 
 
 def _surge_workload_exists(scenario: Scenario, uid: str, surge: str) -> bool:
-    found = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, uid))["items"]
+    found = K.workloads_of(scenario, uid)
     return surge in K.by_name(found)
 
 

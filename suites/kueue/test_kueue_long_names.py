@@ -10,14 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s.kueue_evidence import pod_group_names_wrong
-from lws_conformance.k8s.wait import WaitTimeout
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, WaitTimeout, pod_group_names_wrong, workloads
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]

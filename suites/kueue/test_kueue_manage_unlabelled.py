@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import admission
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, admission, workloads
+
+from . import kueue_helpers as K
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("kueue-manage-unlabelled")]
 Obj = dict[str, Any]

@@ -15,20 +15,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import scale
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, scaled_seconds, workloads
+from lws_conformance.testing import predicates as P
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 # The private cluster's waitForPodsReady: the timeout leaves the leader time to turn Ready first
 # (scaled with timeouts.scale, as the harness's own steps slow down with the machine).
-TIMEOUT_SECONDS, BACKOFF_SECONDS = round(10 * scale()), 2
+TIMEOUT_SECONDS, BACKOFF_SECONDS = round(scaled_seconds(10)), 2
 NOWHERE = {"lwsc.test/no-such-node": "true"}
 
 

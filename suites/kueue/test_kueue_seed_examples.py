@@ -17,13 +17,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 import yaml
 
-from lws_conformance import images, workloads
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import ClusterHandle, Scenario, images, workloads
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]

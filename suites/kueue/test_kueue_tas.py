@@ -17,18 +17,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from lws_conformance import workloads
-from lws_conformance.errors import Failures
-from lws_conformance.k8s import kueue_evidence as E
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import WaitTimeout, wait_for
-from lws_conformance.providers import nodes
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    POOL_LABEL,
+    ClusterHandle,
+    Failures,
+    Scenario,
+    WaitTimeout,
+    node_manifest,
+    workloads,
+)
+from lws_conformance.testing import kueue_evidence as E
+from lws_conformance.testing import predicates as P
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -180,9 +184,9 @@ def _slot_node(scenario: Scenario, unique: str, name: str, capacity: dict[str, s
     its allocatable, no block or rack label (outside the harness's pool and its rack counts),
     tainted so that only this test's pods, which tolerate it, land there. Returns once kwok
     reports it Ready."""
-    body = nodes.node_manifest(scenario.cluster.topology, name, "", "")
+    body = node_manifest(scenario.cluster.topology, name, "", "")
     labels = body["metadata"]["labels"]
-    for key in (nodes.POOL_LABEL[0], scenario.cluster.topology.block_label, scenario.cluster.topology.rack_label):
+    for key in (POOL_LABEL[0], scenario.cluster.topology.block_label, scenario.cluster.topology.rack_label):
         labels.pop(key, None)
     labels[SLOTS] = unique
     body["spec"]["taints"] = [{"key": SLOTS, "value": unique, "effect": "NoSchedule"}]
@@ -190,15 +194,13 @@ def _slot_node(scenario: Scenario, unique: str, name: str, capacity: dict[str, s
         body["status"][field] = dict(capacity)
     scenario.core.create_node(body)  # type: ignore[arg-type]  # the client accepts dicts
     scenario.core.patch_node_status(name, {"status": body["status"]})
-    wait_for(
-        scenario.api,
-        scenario.core.list_node,
+    scenario.wait_objects(
+        "Node",
         lambda ns: ns if ns and P.condition(ns[0], "Ready") == "True" and not _not_ready_taints(ns[0]) else None,
-        what=f"Node {name}",
-        condition="Ready (kwok) and untainted by the node lifecycle controller",
+        "Ready (kwok) and untainted by the node lifecycle controller",
         timeout=30,
-        diagnose=scenario.diagnose,
         field_selector=f"metadata.name={name}",
+        what=f"Node {name}",
     )
 
 

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.errors import WaitTimeout
-from lws_conformance.k8s import admission
-from lws_conformance.k8s.wait import scale
-from lws_conformance.scenario import LWS_API, LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.testing import (
+    LWS_API,
+    Claims,
+    Scenario,
+    WaitTimeout,
+    admission,
+    scaled_seconds,
+    workloads,
+)
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -48,9 +52,9 @@ def _release(scenario: Scenario, name: str) -> None:
             raise
 
 
-def _lws_list(name: str) -> dict[str, Any]:
-    """list/watch arguments selecting LWS `name` (the namespace is the wait's)."""
-    return {"group": LWS_GROUP, "version": LWS_VERSION, "plural": LWS_PLURAL, "field_selector": f"metadata.name={name}"}
+def _named(name: str) -> str:
+    """The field selector of the object named `name`."""
+    return f"metadata.name={name}"
 
 
 @pytest.mark.requirement("KUEUE-TEARDOWN-001")
@@ -83,10 +87,12 @@ def test_a_terminating_lws_whose_owner_is_gone_finishes_deleting(
     scenario.create(child)
     try:
         _delete(scenario, "parent", "Background")
-        lws = scenario.custom.list_namespaced_custom_object
         ns = scenario.namespace
-        scenario.wait_gone(
-            lws, "LeaderWorkerSet parent deleted (background propagation)", namespace=ns, **_lws_list("parent")
+        scenario.wait_objects_gone(
+            "LeaderWorkerSet",
+            "LeaderWorkerSet parent deleted (background propagation)",
+            what=f"objects in {ns}",
+            field_selector=_named("parent"),
         )
         _delete(scenario, "child")
 
@@ -95,12 +101,12 @@ def test_a_terminating_lws_whose_owner_is_gone_finishes_deleting(
                 return "gone"
             return objs[0] if objs[0]["metadata"].get("deletionTimestamp") else None
 
-        seen = scenario.wait_in_namespace(
-            lws,
-            "LeaderWorkerSet child",
+        seen = scenario.wait_objects(
+            "LeaderWorkerSet",
             terminating_or_gone,
             "Terminating (or already gone)",
-            **_lws_list("child"),
+            what=f"LeaderWorkerSet child in {ns}",
+            field_selector=_named("child"),
         )
         finalizers = seen["metadata"].get("finalizers") or [] if isinstance(seen, dict) else []
         if FOREGROUND in finalizers:
@@ -115,15 +121,19 @@ def test_a_terminating_lws_whose_owner_is_gone_finishes_deleting(
                 )
         with claim("KUEUE-TEARDOWN-001"):
             try:
-                scenario.wait_gone(
-                    lws, "LeaderWorkerSet child deleted", GONE_SECONDS, namespace=ns, **_lws_list("child")
+                scenario.wait_objects_gone(
+                    "LeaderWorkerSet",
+                    "LeaderWorkerSet child deleted",
+                    GONE_SECONDS,
+                    what=f"objects in {ns}",
+                    field_selector=_named("child"),
                 )
             except WaitTimeout:
-                left = scenario.custom.list_namespaced_custom_object(namespace=ns, **_lws_list("child"))["items"]
+                left = scenario.list_objects("LeaderWorkerSet", field_selector=_named("child"))
                 if left:
                     meta = left[0]["metadata"]
                     raise AssertionError(
-                        f"LWS child still Terminating {GONE_SECONDS * scale():.0f}s after its deletion, "
+                        f"LWS child still Terminating {scaled_seconds(GONE_SECONDS):.0f}s after its deletion, "
                         f"finalizers {meta.get('finalizers') or []}"
                     ) from None
     finally:

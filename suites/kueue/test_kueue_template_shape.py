@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import admission
-from lws_conformance.scenario import LWS_API, Scenario
+from lws_conformance.testing import LWS_API, Claims, Scenario, admission, images, workloads
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]

@@ -12,15 +12,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import wait_for
-from lws_conformance.observe import artifact_dir, record, saved
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    ClusterHandle,
+    Scenario,
+    artifact_dir,
+    history,
+    images,
+    record,
+    saved,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -84,13 +90,9 @@ def _workload_of(uids: dict[str, str]) -> Any:
 def _check_workloads_after(scenario: Scenario, waiting_uid: str, size: int) -> None:
     """The waiting LWS still holds no quota, and every Workload covers one group of `size` pods
     (what the replay charged it: `size` pods at 1 GPU)."""
-    listing: Any = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, waiting_uid))
-    (waiting,) = listing["items"]
+    (waiting,) = K.workloads_of(scenario, waiting_uid)
     assert not K.quota_reserved(waiting), "the waiting LWS got quota while the rolled LWS held all of it"
-    every: Any = scenario.custom.list_namespaced_custom_object(
-        workloads.KUEUE_GROUP, workloads.KUEUE_VERSION, scenario.namespace, "workloads"
-    )
-    for wl in every["items"]:
+    for wl in scenario.list_objects("Workload"):
         pods = sum(ps["count"] for ps in wl["spec"]["podSets"])
         assert pods == size, f"Workload {wl['metadata']['name']} covers {pods} pods, charged {size}"
 
@@ -120,22 +122,19 @@ def test_rolling_update_without_surge_completes_within_quota(
         _one_gpu_per_pod(scenario, n, gpu)
 
     with record(scenario.api, scenario.namespace) as tl:
-        wait_for(
-            scenario.api,
-            scenario.core.list_namespaced_pod,
+        scenario.wait_objects(
+            "Pod",
             K.act_then_wait(lambda: _update_image(scenario, "ru"), _rolled(replicas, size)),
-            what=f"pods of {scenario.namespace}/ru",
-            condition=f"every pod on {NEW}, ungated and Ready",
+            f"every pod on {NEW}, ungated and Ready",
             timeout=60,
-            diagnose=scenario.diagnose,
-            namespace=scenario.namespace,
-            label_selector=K.selector("ru"),
+            selector=K.selector("ru"),
+            what=f"pods of {scenario.namespace}/ru",
         )
         scenario.wait_lws(
             "ru", scenario.settled(replicas), "rollout finished: updated == ready == replicas, Available"
         )
     events = saved(tl, artifact_dir(tmp_path), "ru", lws="ru")
-    wrong = P.quota_violations(events, quota, lambda pod: 1, lambda wl: size, _workload_of(uids))
+    wrong = history.quota_violations(events, quota, lambda pod: 1, lambda wl: size, _workload_of(uids))
     timeline = artifact_dir(tmp_path) / "ru.timeline.json"
     assert not wrong, f"{gpu} quota {quota} exceeded during the rollout: {wrong} (timeline: {timeline})"
     names = {workloads.lws_workload_name("ru", uids["ru"], i) for i in range(replicas)}
@@ -174,15 +173,13 @@ def test_rolling_update_with_surge_gets_and_drops_surge_workloads(
             return current
         return None
 
-    wait_for(
-        scenario.api,
-        K.list_workloads_fn(scenario),
+    scenario.wait_objects(
+        "Workload",
         K.act_then_wait(lambda: _update_image(scenario, "rs"), check),
-        what=f"Workloads of {scenario.namespace}/rs",
-        condition=f"surge Workloads {sorted(surge_names)} created, then gone, leaving {sorted(steady)}",
+        f"surge Workloads {sorted(surge_names)} created, then gone, leaving {sorted(steady)}",
         timeout=60,
-        diagnose=scenario.diagnose,
-        **K.workload_kwargs(scenario, uid),
+        selector=K.workload_selector(uid),
+        what=f"Workloads of {scenario.namespace}/rs",
     )
     assert all(seen.values()), f"surge Workloads never admitted although quota covered them: {seen}"
     scenario.wait_pods(_rolled(replicas, size), f"every pod on {NEW} and Ready", selector=K.selector("rs"))

@@ -15,18 +15,22 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
-import kueue_helpers as K
 import pytest
-from test_kueue_gang import _gang_lws, _quota
 
-from lws_conformance import upgrades, workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import scale
-from lws_conformance.observe import record, require_complete
-from lws_conformance.plugin import skip_private_on_kind
-from lws_conformance.providers.local import LocalCluster
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    Claims,
+    LocalCluster,
+    Scenario,
+    history,
+    record,
+    require_complete,
+    skip_private_on_kind,
+    upgrades,
+    workloads,
+)
+
+from . import kueue_helpers as K
+from .kueue_helpers import gang_lws, gpu_quota
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("kueue-upgrade")]
 # Kueue's core Workload reconciler logs this per Workload at --zap-log-level=2 (v0.17 .. v0.19); the
@@ -59,8 +63,8 @@ def test_inplace_kueue_upgrade_keeps_admitted_and_held_groups(
     handle = private_cluster.handle()
     assert handle is not None
     target = upgrades.target(request.config, private_cluster.profile.base_port)
-    K.plain_queue(sc, unique, _quota(handle.topology, size))  # quota for one group
-    sc.create(_gang_lws(name, handle, replicas, size))
+    K.plain_queue(sc, unique, gpu_quota(handle.topology, size))  # quota for one group
+    sc.create(gang_lws(name, handle, replicas, size))
     (running,), (waiting,) = sc.wait_pods(
         K.split(replicas, size, ready=1), "one group whole and Ready, the other wholly held", selector=K.selector(name)
     )
@@ -75,17 +79,17 @@ def test_inplace_kueue_upgrade_keeps_admitted_and_held_groups(
                 "kueue", target, lambda msg: print(f"[lwsc upgrade] {msg}", file=sys.stderr, flush=True)
             )
             for wl in (workloads.lws_workload_name(name, uid, running), held):
-                private_cluster.wait_log("kueue", (*RECONCILED, f'"name":"{wl}"'), offset, 60 * scale())
+                private_cluster.wait_log("kueue", (*RECONCILED, f'"name":"{wl}"'), offset, 60)
             escaped = sc.observe_pods(K.leak(waiting), K.OBSERVE_SECONDS, selector=K.selector(name))
         assert escaped is None, escaped
         require_complete(tl)
-        disturbed = P.kueue_upgrade_disturbances(tl.ordered(), name)
+        disturbed = history.kueue_upgrade_disturbances(tl.ordered(), name)
         assert not disturbed, f"the upgrade to Kueue {target.versions['kueue']} disturbed LWS {name}: " + "; ".join(
             disturbed[:8]
         )
 
     with claim("KUEUE-UPGRADE-002"):
-        K.set_quota(sc, unique, _quota(handle.topology, replicas * size))
+        K.set_quota(sc, unique, gpu_quota(handle.topology, replicas * size))
         sc.wait_pods(
             K.all_ready(replicas, size),
             f"the held group admitted whole and Ready by Kueue {target.versions['kueue']} through the old queues",

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import admission
-from lws_conformance.k8s import predicates as P
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, ClusterHandle, Scenario, admission, workloads
+from lws_conformance.testing import predicates as P
+
+from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -37,10 +34,8 @@ def _rejected(scenario: Scenario, action: Any, *names: str) -> str:
 def _refused_and_not_stored(scenario: Scenario, obj: Obj, reason: str) -> None:
     """Creating the LWS `obj` is refused for `reason`, and no LWS of its name is stored after."""
     _rejected(scenario, lambda: scenario.create(obj), reason)
-    listing: Any = scenario.custom.list_namespaced_custom_object(
-        workloads.LWS_GROUP, workloads.LWS_VERSION, scenario.namespace, workloads.LWS_PLURAL
-    )
-    stored = admission.stored_despite_refusal("LeaderWorkerSet", obj["metadata"]["name"], listing["items"])
+    listing = scenario.list_objects("LeaderWorkerSet")
+    stored = admission.stored_despite_refusal("LeaderWorkerSet", obj["metadata"]["name"], listing)
     assert stored is None, stored
 
 

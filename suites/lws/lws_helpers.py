@@ -11,12 +11,15 @@ from typing import Any
 
 from kubernetes import client
 
-from lws_conformance.chaos.probes import steady_state_violations
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import WaitTimeout, observe
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.testing import (
+    Scenario,
+    WaitTimeout,
+    steady_state_violations,
+)
+from lws_conformance.testing import predicates as P
 
 Obj = dict[str, Any]
+
 PFX = "leaderworkerset.sigs.k8s.io/"
 
 
@@ -41,16 +44,7 @@ def watched(sc: Scenario, name: str, holds: Callable[[Obj], bool], seconds: floa
             return f"LeaderWorkerSet {name} disappeared"
         return None if holds(mine[0]) else f"status became {mine[0].get('status')}"
 
-    return observe(
-        sc.api,
-        sc.custom.list_namespaced_custom_object,
-        broken,
-        duration=seconds,
-        group=LWS_GROUP,
-        version=LWS_VERSION,
-        namespace=sc.namespace,
-        plural=LWS_PLURAL,
-    )
+    return sc.observe_objects("LeaderWorkerSet", broken, seconds)
 
 
 def endpoints_unpublished(sc: Scenario, published: Callable[[list[Obj]], bool], condition: str) -> str | None:
@@ -81,3 +75,30 @@ def one_ready_group_of_two(lws: Obj) -> bool:
 
 def not_available(lws: Obj) -> bool:
     return P.condition(lws, "Available") == "False"
+
+
+# -- TPU environment (KEP 115) ----------------------------------------------------------------
+TPU = "google.com/tpu"
+TPU_VARS = ("TPU_WORKER_HOSTNAMES", "TPU_WORKER_ID", "TPU_NAME")
+
+
+def expected_tpu_env(
+    name: str, size: int, leader_tpu: bool, sub: int | None, workers_tpu: bool = True
+) -> dict[str, tuple[list[str], int, str] | None]:
+    """Per pod: (hosts of its slice, in order; TPU_WORKER_ID; TPU_NAME), None for a pod that
+    requests no TPU. Without subgroups the slice is the group's TPU pods; with subgroups of size
+    s it is the pod's subgroup: the leader (when it requests TPUs) and workers 1..s-1, then s
+    workers each; when the leader requests none, workers (k*s)+1..(k+1)*s (KEP 115:
+    TPU_WORKER_ID = (workerIndex - 1) % subGroupSize)."""
+    leader = f"{name}-0"
+    pods = [leader] + [f"{leader}-{j}" for j in range(1, size)]
+    if not workers_tpu:  # no pod requests TPUs (leader_tpu is False too): nobody gets the variables
+        return dict.fromkeys(pods)
+    tpu_pods = pods if leader_tpu else pods[1:]
+    s = sub or len(tpu_pods)
+    slices = [tpu_pods[i:i + s] for i in range(0, len(tpu_pods), s)]
+    out: dict[str, tuple[list[str], int, str] | None] = {} if leader_tpu else {leader: None}
+    for sl in slices:
+        for i, p in enumerate(sl):
+            out[p] = (sl, i, leader)
+    return out

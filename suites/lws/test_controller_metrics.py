@@ -22,8 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 from kubernetes import client
 
-from lws_conformance.claims import Claims
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario
 
 pytestmark = pytest.mark.cluster
 RUN_LABEL = "lwsc.x-k8s.io/run"

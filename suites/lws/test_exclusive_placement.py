@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.k8s import predicates as P
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Scenario, images, workloads
+from lws_conformance.testing import predicates as P
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]

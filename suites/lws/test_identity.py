@@ -13,11 +13,8 @@ from typing import Any
 
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import observe
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, images, observe, workloads
+from lws_conformance.testing import predicates as P
 
 pytestmark = pytest.mark.cluster
 

@@ -15,14 +15,18 @@ from typing import Any
 
 import pytest
 
-from lws_conformance import upgrades, workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import scale
-from lws_conformance.observe import record, require_complete
-from lws_conformance.plugin import skip_private_on_kind
-from lws_conformance.providers.local import LocalCluster
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    Claims,
+    LocalCluster,
+    Scenario,
+    history,
+    record,
+    require_complete,
+    skip_private_on_kind,
+    upgrades,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("lws-upgrade")]
 # The leader StatefulSet patch that starts a roll is written inside the reconcile whose
@@ -73,7 +77,7 @@ def test_inplace_controller_upgrade_rolls_no_group(
             private_cluster.replace_controller(
                 "lws", target, lambda msg: print(f"[lwsc upgrade] {msg}", file=sys.stderr, flush=True)
             )
-            private_cluster.wait_log("lws", (RECONCILED, f'"name": "{name}"', sc.namespace), offset, 60 * scale())
+            private_cluster.wait_log("lws", (RECONCILED, f'"name": "{name}"', sc.namespace), offset, 60)
 
             def replaced(pods: list[dict[str, Any]]) -> str | None:
                 now = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
@@ -81,7 +85,7 @@ def test_inplace_controller_upgrade_rolls_no_group(
 
             sc.observe_pods(replaced, AFTER_RECONCILE_SECONDS, selector=selector)
         require_complete(tl)
-        disturbed = P.upgrade_disturbances(tl.ordered(), name)
+        disturbed = history.upgrade_disturbances(tl.ordered(), name)
         assert not disturbed, f"the upgrade to LWS {target.versions['lws']} disturbed LWS {name}: " + "; ".join(
             disturbed[:8]
         )

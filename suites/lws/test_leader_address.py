@@ -13,16 +13,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import lws_helpers as L
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.chaos.probes import steady_state_violations
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.execute import run_in_pod
-from lws_conformance.k8s.wait import scale
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    Claims,
+    Scenario,
+    images,
+    run_in_pod,
+    steady_state_violations,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from . import lws_helpers as L
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -83,7 +86,7 @@ def _probe(sc: Scenario, pods: list[Obj], leaders: dict[int, str]) -> list[str]:
         group = int(labels[PFX + "group-index"])
         name = pod["metadata"]["name"]
         container = pod["spec"]["containers"][0]["name"]
-        ran = run_in_pod(sc.api, sc.namespace, name, container, ["/bin/sh", "-c", PROBE], timeout=30 * scale())
+        ran = run_in_pod(sc.api, sc.namespace, name, container, ["/bin/sh", "-c", PROBE], timeout=30)
         address = re.search(r"^address=(.*)$", ran.stdout, re.M)
         ips = set(re.findall(r"^PING \S+ \(([0-9.]+)\)", ran.stdout, re.M))
         want = leaders[group]

@@ -15,14 +15,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import lws_helpers as L
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s.execute import run_in_pod
-from lws_conformance.k8s.wait import scale
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, images, run_in_pod, workloads
+
+from . import lws_helpers as L
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -93,7 +90,7 @@ def _lookups(sc: Scenario, pods: list[Obj], names: dict[str, str]) -> list[str]:
         peers = sorted(p["metadata"]["name"] for p in pods if _group(p) == _group(pod) and p["metadata"]["name"] != me)
         container = pod["spec"]["containers"][0]["name"]
         argv = ["/bin/sh", "-c", LOOKUP, "lookup", *(names[p] for p in peers)]
-        ran = run_in_pod(sc.api, sc.namespace, me, container, argv, timeout=60 * scale())
+        ran = run_in_pod(sc.api, sc.namespace, me, container, argv, timeout=60)
         host, resolved = parse_lookups(ran.stdout)
         if host != me:
             failures.append(f"{me}: its host name is {host!r}, not its pod name")

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Scenario, workloads
 
 pytestmark = pytest.mark.cluster
 PREFIX = "leaderworkerset.sigs.k8s.io/"

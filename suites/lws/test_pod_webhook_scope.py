@@ -13,11 +13,7 @@ from typing import Any
 
 import pytest
 
-from lws_conformance import images, workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import admission
-from lws_conformance.k8s.client import to_dict
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, admission, images, to_dict, workloads
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]

@@ -17,16 +17,19 @@ import re
 from typing import Any
 
 import pytest
-from test_tpu_env import TPU, TPU_VARS, expected
 
-from lws_conformance import images, workloads
-from lws_conformance.chaos.probes import steady_state_violations
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.execute import run_in_pod
-from lws_conformance.k8s.wait import scale
-from lws_conformance.providers import kind
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    CHAOS_TOLERATION,
+    Claims,
+    Scenario,
+    images,
+    run_in_pod,
+    steady_state_violations,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from .lws_helpers import TPU, TPU_VARS, expected_tpu_env
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -122,7 +125,7 @@ def test_every_process_sees_the_lws_variables(scenario: Scenario, claim: Claims)
         pod_name = pod["metadata"]["name"]
         spec = pod["spec"]
         ran = run_in_pod(
-            sc.api, sc.namespace, pod_name, spec["containers"][0]["name"], ["/bin/sh", "-c", READ], timeout=30 * scale()
+            sc.api, sc.namespace, pod_name, spec["containers"][0]["name"], ["/bin/sh", "-c", READ], timeout=30
         )
         files = parse_env_files(ran.stdout)
         want = expected_env(name, sc.namespace, size, pod)
@@ -141,7 +144,7 @@ def test_tpu_processes_see_their_slice(scenario: Scenario, claim: Claims) -> Non
     """One group of 3 on the kind cluster's chaos node, the one node advertising google.com/tpu
     (tainted, so only tests that tolerate it land there; `exclusive`: never while it is paused):
     every pod's main container requests 4 TPUs and records its own env; the TPU variables its
-    process saw must follow the documented formula (test_tpu_env's `expected`), and its side
+    process saw must follow the documented formula (`lws_helpers.expected_tpu_env`), and its side
     container, which requests none, must see none of them."""
     sc, name, size = scenario, "ptpu", 3
     node = sc.require_kind(chaos_node=True)
@@ -155,7 +158,7 @@ def test_tpu_processes_see_their_slice(scenario: Scenario, claim: Claims) -> Non
             "volumes": [{"name": "shared", "emptyDir": {}}],
             "terminationGracePeriodSeconds": 1,
             "nodeSelector": {"kubernetes.io/hostname": node},
-            "tolerations": [dict(kind.CHAOS_TOLERATION)],
+            "tolerations": [dict(CHAOS_TOLERATION)],
         }
     lws = sc.create(obj)
     pods = sc.wait_pods(
@@ -166,11 +169,11 @@ def test_tpu_processes_see_their_slice(scenario: Scenario, claim: Claims) -> Non
     )
     # the documented formula's slices, each host named <pod>.<subdomain>: the LWS's headless
     # Service (subdomainPolicy Shared, the default), through which the names resolve
-    want = {p: (P.tpu_hosts(w[0], name), w[1], w[2]) for p, w in expected(name, size, True, None).items() if w}
+    want = {p: (P.tpu_hosts(w[0], name), w[1], w[2]) for p, w in expected_tpu_env(name, size, True, None).items() if w}
     wrong, leaks = [], []
     for pod in sorted(pods, key=lambda p: str(p["metadata"]["name"])):
         pod_name, role = pod["metadata"]["name"], pod["spec"]["containers"][0]["name"]
-        ran = run_in_pod(sc.api, sc.namespace, pod_name, role, ["/bin/sh", "-c", READ], timeout=30 * scale())
+        ran = run_in_pod(sc.api, sc.namespace, pod_name, role, ["/bin/sh", "-c", READ], timeout=30)
         files = parse_env_files(ran.stdout)
         env, side = files.get(role, {}), files.get(f"{role}-side", {})
         if not all(k in env for k in TPU_VARS):

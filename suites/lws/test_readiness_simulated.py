@@ -12,11 +12,10 @@ reads "simulated kubelet"; on real kubelets it reads not-run (the kubelet overwr
 from __future__ import annotations
 
 import pytest
-from test_readiness_probes import probe_flips
 
-from lws_conformance.chaos import kubelet
-from lws_conformance.claims import Claims
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, kubelet
+
+from .probe_support import probe_flips
 
 pytestmark = pytest.mark.cluster
 

@@ -12,11 +12,15 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from lws_conformance import workloads
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.client import to_dict
-from lws_conformance.k8s.wait import wait_for
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.testing import (
+    LWS_GROUP,
+    LWS_PLURAL,
+    LWS_VERSION,
+    Scenario,
+    to_dict,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -28,16 +32,9 @@ def _up(sc: Scenario, name: str, replicas: int, size: int, restart: str | None =
     if restart:
         obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = restart
     sc.create(obj)
-    pods: list[Obj] = sc.wait_pods(_ready_exactly(P.expected_pod_names(name, replicas, size)), "all pods Ready")
+    pods: list[Obj] = sc.wait_pods(P.ready_exactly(P.expected_pod_names(name, replicas, size)), "all pods Ready")
     return pods
 
-
-def _ready_exactly(expected: set[str]) -> Any:
-    def check(pods: list[Obj]) -> list[Obj] | None:
-        live = P.live(pods)
-        return live if P.names(pods) == expected and all(P.pod_ready(p) for p in live) else None
-
-    return check
 
 
 def _named(objs: list[Obj], name: str) -> Obj | None:
@@ -83,7 +80,7 @@ def test_deleted_leader_statefulset_is_recreated(scenario: Scenario) -> None:
     new_uid = new["metadata"]["uid"]
 
     def leaders_under_new_sts(pods: list[Obj]) -> list[Obj] | None:
-        ready = _ready_exactly(P.expected_pod_names(name, 2, 2))(pods)
+        ready = P.ready_exactly(P.expected_pod_names(name, 2, 2))(pods)
         leaders = [p for p in ready or [] if p["metadata"]["name"] in {f"{name}-0", f"{name}-1"}]
         return ready if len(leaders) == 2 and all(_owner_uids(p) == {new_uid} for p in leaders) else None
 
@@ -136,7 +133,7 @@ def test_deleted_worker_statefulset_is_recreated(scenario: Scenario, restart: st
     assert sts["spec"]["replicas"] == 2, sts["spec"]
 
     def workers_back(ps: list[Obj]) -> list[Obj] | None:
-        ready = _ready_exactly(P.expected_pod_names(name, 1, 3))(ps)
+        ready = P.ready_exactly(P.expected_pod_names(name, 1, 3))(ps)
         workers = [p for p in ready or [] if p["metadata"]["name"] != f"{name}-0"]
         return ready if len(workers) == 2 and all(_owner_uids(p) == {sts["metadata"]["uid"]} for p in workers) else None
 
@@ -155,7 +152,7 @@ def test_one_controller_revision_at_rest(scenario: Scenario) -> None:
     for replicas in (1, 2):
         if replicas != lws["spec"]["replicas"]:
             sc.patch_lws(name, {"spec": {"replicas": replicas}})
-            sc.wait_pods(_ready_exactly(P.expected_pod_names(name, replicas, 2)), f"{replicas} groups Ready")
+            sc.wait_pods(P.ready_exactly(P.expected_pod_names(name, replicas, 2)), f"{replicas} groups Ready")
         # StatefulSets keep their own ControllerRevisions (owned by the StatefulSet); LWS's are
         # the ones the LWS controls.
         revs = [r for r in sc.revisions() if _owner_kinds(r) == {"LeaderWorkerSet"}]
@@ -187,18 +184,11 @@ def _delete_lws(sc: Scenario, name: str, propagation: str) -> Obj:
         name,
         body=client.V1DeleteOptions(propagation_policy=propagation),
     )
-    wait_for(
-        sc.api,
-        sc.custom.list_namespaced_custom_object,
-        lambda objs: not objs,
-        what=f"LeaderWorkerSets in {sc.namespace}",
-        condition=f"{name} gone ({propagation} deletion completes)",
+    sc.wait_objects_gone(
+        "LeaderWorkerSet",
+        f"{name} gone ({propagation} deletion completes)",
         timeout=60,
-        diagnose=sc.diagnose,
-        group=LWS_GROUP,
-        version=LWS_VERSION,
-        namespace=sc.namespace,
-        plural=LWS_PLURAL,
+        what=f"LeaderWorkerSets in {sc.namespace}",
     )
     return to_dict(sc.api, resp)
 

@@ -20,14 +20,19 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from lws_conformance import workloads
-from lws_conformance.catalogue import parse_version
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.client import to_dict
-from lws_conformance.k8s.wait import observe
-from lws_conformance.observe import artifact_dir, record, saved
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    ClusterHandle,
+    Scenario,
+    artifact_dir,
+    history,
+    observe,
+    parse_version,
+    record,
+    saved,
+    to_dict,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -115,7 +120,7 @@ def test_leader_ready_defers_workers_until_the_leader_is_ready(scenario: Scenari
     events = saved(tl, artifact_dir(tmp_path), name, lws=name)
     pod = to_dict(sc.api, sc.core.read_namespaced_pod(f"{name}-0", sc.namespace))
     assert pod["metadata"]["uid"] == leader["metadata"]["uid"], "the leader was replaced instead of released"
-    wrong = P.workers_before_leader_ready(events, name, 0)
+    wrong = history.workers_before_leader_ready(events, name, 0)
     timeline = artifact_dir(tmp_path) / f"{name}.timeline.json"
     assert not wrong, f"LeaderReady violated in write order: {wrong} (timeline: {timeline})"
 

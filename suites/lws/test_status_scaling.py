@@ -11,15 +11,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import lws_helpers as L
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.client import to_dict
-from lws_conformance.observe import artifact_dir, record, saved
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.testing import (
+    LWS_GROUP,
+    LWS_PLURAL,
+    LWS_VERSION,
+    Claims,
+    Scenario,
+    artifact_dir,
+    history,
+    record,
+    saved,
+    to_dict,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from . import lws_helpers as L
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -35,13 +44,6 @@ def _timeline(tmp_path: Path, name: str) -> Path:
 def _available(lws: Obj) -> bool:
     return P.condition(lws, "Available") == "True"
 
-
-def _ready_exactly(expected: set[str]) -> Any:
-    def check(pods: list[Obj]) -> list[Obj] | None:
-        live = P.live(pods)
-        return live if P.names(pods) == expected and all(P.pod_ready(p) for p in live) else None
-
-    return check
 
 
 def _cond(lws: Obj, ctype: str) -> Obj | None:
@@ -83,9 +85,9 @@ def test_fresh_lws_is_progressing_then_available(scenario: Scenario, tmp_path: P
         sc.create(workloads.lws(name, replicas=2, size=2))
         lws = sc.wait_lws(name, sc.settled(2), "Available=True with replicas/ready/updated 2")
     events = saved(tl, artifact_dir(tmp_path), name, lws=name)
-    history = P.lws_condition_history(events, name)
-    wrong = P.progressing_then_available(history)
-    assert not wrong, f"condition history {history}: {wrong} (timeline: {_timeline(tmp_path, name)})"
+    conditions = history.lws_condition_history(events, name)
+    wrong = history.progressing_then_available(conditions)
+    assert not wrong, f"condition history {conditions}: {wrong} (timeline: {_timeline(tmp_path, name)})"
 
     avail, prog = _cond(lws, "Available"), _cond(lws, "Progressing")
     assert avail and avail["status"] == "True", lws["status"]
@@ -101,7 +103,7 @@ def test_status_counts_follow_groups_and_generation(scenario: Scenario) -> None:
     """replicas / readyReplicas / updatedReplicas count groups, observedGeneration tracks spec edits."""
     sc, name = scenario, "cnt"
     sc.create(workloads.lws(name, replicas=3, size=2))
-    sc.wait_pods(_ready_exactly(P.expected_pod_names(name, 3, 2)), "3 groups of 2 pods Ready")
+    sc.wait_pods(P.ready_exactly(P.expected_pod_names(name, 3, 2)), "3 groups of 2 pods Ready")
     lws = sc.wait_lws(name, sc.settled(3), "Available with replicas/ready/updated 3")
     assert lws["status"]["observedGeneration"] == lws["metadata"]["generation"] == 1, lws["status"]
 
@@ -121,7 +123,7 @@ def test_hpa_pod_selector_selects_exactly_the_leaders(scenario: Scenario, claim:
     and is v0.9.0's exact string (LWS-STATUS-006)."""
     sc, name = scenario, "hpa"
     sc.create(workloads.lws(name, replicas=2, size=3))
-    sc.wait_pods(_ready_exactly(P.expected_pod_names(name, 2, 3)), "2 groups of 3 pods Ready")
+    sc.wait_pods(P.ready_exactly(P.expected_pod_names(name, 2, 3)), "2 groups of 3 pods Ready")
     lws = sc.wait_lws(name, lambda o: (o.get("status") or {}).get("hpaPodSelector"), "hpaPodSelector set")
     selector = lws["status"]["hpaPodSelector"]
     with claim("LWS-STATUS-003"):
@@ -137,7 +139,7 @@ def test_scale_subresource_removes_highest_groups_whole(scenario: Scenario) -> N
     adds whole groups back."""
     sc, name = scenario, "sc"
     sc.create(workloads.lws(name, replicas=3, size=2))
-    before = sc.wait_pods(_ready_exactly(P.expected_pod_names(name, 3, 2)), "3 groups of 2 pods Ready")
+    before = sc.wait_pods(P.ready_exactly(P.expected_pod_names(name, 3, 2)), "3 groups of 2 pods Ready")
     lws = sc.wait_lws(name, sc.settled(3), "Available with 3 groups")
 
     scale = _scale(sc, name)
@@ -146,7 +148,7 @@ def test_scale_subresource_removes_highest_groups_whole(scenario: Scenario) -> N
 
     uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in before}
     _scale(sc, name, 1)
-    kept = sc.wait_pods(_ready_exactly(P.expected_pod_names(name, 1, 2)), f"only group 0 ({name}-0, {name}-0-1)")
+    kept = sc.wait_pods(P.ready_exactly(P.expected_pod_names(name, 1, 2)), f"only group 0 ({name}-0, {name}-0-1)")
     for p in kept:
         assert p["metadata"]["uid"] == uids[p["metadata"]["name"]], f"{p['metadata']['name']} was recreated"
     sc.wait_statefulsets(_sts_names(sc, {name, f"{name}-0"}), f"StatefulSets {name}, {name}-0 only")
@@ -154,7 +156,7 @@ def test_scale_subresource_removes_highest_groups_whole(scenario: Scenario) -> N
     assert _scale(sc, name)["status"]["replicas"] == 1
 
     _scale(sc, name, 2)
-    sc.wait_pods(_ready_exactly(P.expected_pod_names(name, 2, 2)), "groups 0 and 1 Ready")
+    sc.wait_pods(P.ready_exactly(P.expected_pod_names(name, 2, 2)), "groups 0 and 1 Ready")
     sc.wait_statefulsets(_sts_names(sc, {name, f"{name}-0", f"{name}-1"}), "leader + 2 worker StatefulSets")
     sc.wait_lws(name, sc.settled(2), "Available with 2 groups")
 
@@ -168,7 +170,7 @@ def test_scale_to_zero_and_back(scenario: Scenario) -> None:
     assert _cond(lws, "Available") and sc.pods() == [], "replicas 0 must run no pods"
 
     _scale(sc, name, 2)
-    sc.wait_pods(_ready_exactly(P.expected_pod_names(name, 2, 2)), "2 groups of 2 pods Ready")
+    sc.wait_pods(P.ready_exactly(P.expected_pod_names(name, 2, 2)), "2 groups of 2 pods Ready")
     sc.wait_lws(name, sc.settled(2), "Available with 2 groups")
 
     _scale(sc, name, 0)
@@ -220,7 +222,7 @@ def test_partly_ready_group_is_not_a_ready_group(scenario: Scenario, claim: Clai
     sc.require_simulated_kubelet("turns a Ready pod not Ready")
     expected = P.expected_pod_names(name, 2, size)
     sc.create(workloads.lws(name, replicas=2, size=size))
-    pods = sc.wait_pods(_ready_exactly(expected), "2 groups of 3 pods Ready")
+    pods = sc.wait_pods(P.ready_exactly(expected), "2 groups of 3 pods Ready")
     sc.wait_lws(name, sc.settled(2), "Available with 2 ready groups")
     uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
 
@@ -240,7 +242,7 @@ def test_partly_ready_group_is_not_a_ready_group(scenario: Scenario, claim: Clai
         sc.wait_pods(_only_unready(expected, target, uids), f"{target} still the only unready pod (nothing recreated)")
 
     _set_ready(sc, target, True)
-    sc.wait_pods(_ready_exactly(expected), "every pod Ready again")
+    sc.wait_pods(P.ready_exactly(expected), "every pod Ready again")
     with claim("LWS-STATUS-004"):
         sc.wait_lws(name, lambda o: (o.get("status") or {}).get("readyReplicas") == 2, "readyReplicas 2 again")
     with claim("LWS-STATUS-005"):

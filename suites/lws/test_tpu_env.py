@@ -17,15 +17,13 @@ from typing import Any
 
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, workloads
+from lws_conformance.testing import predicates as P
+
+from .lws_helpers import TPU, TPU_VARS, expected_tpu_env
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
-TPU = "google.com/tpu"
-TPU_VARS = ("TPU_WORKER_HOSTNAMES", "TPU_WORKER_ID", "TPU_NAME")
 
 
 def _tpu_lws(name: str, size: int, leader_tpu: bool, sub: int | None, workers_tpu: bool = True) -> Obj:
@@ -38,28 +36,6 @@ def _tpu_lws(name: str, size: int, leader_tpu: bool, sub: int | None, workers_tp
     if sub:
         lwt["subGroupPolicy"] = {"subGroupSize": sub}
     return obj
-
-
-def expected(
-    name: str, size: int, leader_tpu: bool, sub: int | None, workers_tpu: bool = True
-) -> dict[str, tuple[list[str], int, str] | None]:
-    """Per pod: (hosts of its slice, in order; TPU_WORKER_ID; TPU_NAME), None for a pod that
-    requests no TPU. Without subgroups the slice is the group's TPU pods; with subgroups of size
-    s it is the pod's subgroup: the leader (when it requests TPUs) and workers 1..s-1, then s
-    workers each; when the leader requests none, workers (k*s)+1..(k+1)*s (KEP 115:
-    TPU_WORKER_ID = (workerIndex - 1) % subGroupSize)."""
-    leader = f"{name}-0"
-    pods = [leader] + [f"{leader}-{j}" for j in range(1, size)]
-    if not workers_tpu:  # no pod requests TPUs (leader_tpu is False too): nobody gets the variables
-        return dict.fromkeys(pods)
-    tpu_pods = pods if leader_tpu else pods[1:]
-    s = sub or len(tpu_pods)
-    slices = [tpu_pods[i:i + s] for i in range(0, len(tpu_pods), s)]
-    out: dict[str, tuple[list[str], int, str] | None] = {} if leader_tpu else {leader: None}
-    for sl in slices:
-        for i, p in enumerate(sl):
-            out[p] = (sl, i, leader)
-    return out
 
 
 def _found(pod: Obj) -> tuple[list[str], int, str] | None:
@@ -99,7 +75,7 @@ def test_tpu_env_per_documented_formula(scenario: Scenario, claim: Claims, size:
     pods = sc.wait_pods(lambda ps: ps if P.names(ps) == P.expected_pod_names(name, 1, size) else None,
                         f"the {size} pods of group 0 created (Pending: no node advertises {TPU})")
     by_name = {p["metadata"]["name"]: p for p in pods}
-    want = expected(name, size, leader_tpu, sub, workers_tpu)
+    want = expected_tpu_env(name, size, leader_tpu, sub, workers_tpu)
     with claim(rid):
         got = {n: _found(p) for n, p in by_name.items()}
         wrong = {n: (got[n], want[n]) for n in want if got.get(n) != want[n]}

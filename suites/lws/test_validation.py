@@ -23,12 +23,17 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from lws_conformance import workloads
-from lws_conformance.catalogue import parse_version
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import admission
-from lws_conformance.k8s.admission import Answer as Outcome
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.testing import (
+    LWS_GROUP,
+    LWS_PLURAL,
+    LWS_VERSION,
+    Claims,
+    Scenario,
+    admission,
+    parse_version,
+    workloads,
+)
+from lws_conformance.testing import Answer as Outcome
 
 pytestmark = pytest.mark.cluster
 

@@ -19,10 +19,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, workloads
+from lws_conformance.testing import predicates as P
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]

@@ -9,7 +9,6 @@ remote objects in the same namespace), and per-test queues on all clusters; all 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,13 +16,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from lws_conformance.k8s.client import api_client
-from lws_conformance.k8s.objects import RUN_LABEL, Objects
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import RUN_LABEL, ClusterHandle, Objects, Scenario, api_client
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kueue"))  # kueue_helpers
-from mk_helpers import MultiKueue, Worker  # noqa: E402
+from .mk_helpers import MultiKueue, Worker
 
 
 @pytest.fixture

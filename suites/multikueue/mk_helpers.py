@@ -7,11 +7,9 @@ from typing import Any
 
 from kubernetes import client
 
-from lws_conformance import workloads
-from lws_conformance.k8s.objects import Objects
 from lws_conformance.profile import load_profile
 from lws_conformance.providers.local import LocalCluster
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Objects, Scenario, workloads
 
 QUEUE = "lq"
 

@@ -12,19 +12,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 from kubernetes.client.exceptions import ApiException
-from mk_helpers import MultiKueue, Worker
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.errors import WaitTimeout
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.client import to_dict
-from lws_conformance.k8s.wait import observe, wait_for
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION
+from lws_conformance.testing import (
+    LWS_GROUP,
+    LWS_PLURAL,
+    LWS_VERSION,
+    Claims,
+    ClusterHandle,
+    WaitTimeout,
+    observe,
+    to_dict,
+    wait_for,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from ..kueue import kueue_helpers as K
+from .mk_helpers import MultiKueue, Worker
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -169,8 +175,7 @@ def test_groups_beyond_worker_quota_wait_wholly_on_the_same_worker(
         assert _lws_on(w, ns, "big") is None, f"LWS also copied to worker {w.name}"
         elsewhere = [p.metadata.name for p in w.core.list_namespaced_pod(ns).items]
         assert not elsewhere, f"pods {elsewhere} of the LWS on worker {w.name}, not where it was dispatched"
-    listing: Any = mk.manager.custom.list_namespaced_custom_object(**K.workload_kwargs(mk.manager, uid))
-    named = {w["metadata"]["name"]: (w.get("status") or {}).get("clusterName") for w in listing["items"]}
+    named = {w["metadata"]["name"]: (w.get("status") or {}).get("clusterName") for w in K.workloads_of(mk.manager, uid)}
     assert set(named.values()) <= {placed, None}, f"groups dispatched to different workers: {named}"
 
 
@@ -189,16 +194,8 @@ def _mk_cluster_active(mk: MultiKueue, name: str, want: str) -> Any:
                 return o
         return None
 
-    return wait_for(
-        mk.manager.api,
-        mk.manager.custom.list_cluster_custom_object,
-        check,
-        what=f"MultiKueueCluster {name} on the manager",
-        condition=f"Active={want}",
-        timeout=90,
-        group=workloads.KUEUE_GROUP,
-        version=workloads.KUEUE_VERSION,
-        plural="multikueueclusters",
+    return mk.manager.wait_objects(
+        "MultiKueueCluster", check, f"Active={want}", timeout=90, what=f"MultiKueueCluster {name} on the manager"
     )
 
 
@@ -230,12 +227,11 @@ def test_lost_worker_is_reported_and_its_lws_kept(
             reason = next(c for c in lost["status"]["conditions"] if c["type"] == "Active")
             assert reason.get("message"), f"MultiKueueCluster {target} Active=False without a message: {reason}"
         with claim("KUEUE-MK-008"):
-            moved = observe(
-                mk.manager.api,
-                mk.manager.custom.list_namespaced_custom_object,
+            moved = mk.manager.observe_objects(
+                "Workload",
                 lambda ws: None if _dispatched(names)(ws) == placed else f"Workloads changed: {_states(ws)}",
-                duration=K.OBSERVE_SECONDS,
-                **K.workload_kwargs(mk.manager, uid),
+                K.OBSERVE_SECONDS,
+                selector=K.workload_selector(uid),
             )
             assert moved is None, f"while {target} was unreachable: {moved}"
             others = _holders(mk, "lost", skip=(target,))

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lws_conformance import errors
-from lws_conformance.claims import Claims
-from lws_conformance.observe import Event, Timeline, check, describe
+from lws_conformance.testing import Claims, Event, Failures, Timeline, check, describe
 
 INVARIANT_REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "ROLL-SURGE-001": ("group-count-bound", "surge-reclaimed"),
@@ -44,5 +42,5 @@ def verify_claims(claim: Claims, tl: Timeline, where: Path, name: str, *, final:
         with claim(rid):
             found = checked.of(names)
             if found:
-                raise errors.Failures([describe([v], checked.paths) for v in found])
+                raise Failures([describe([v], checked.paths) for v in found])
     return checked.events

@@ -26,61 +26,45 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rollout_claims import proves_invariants, verify_claims
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.errors import UserError, WaitTimeout
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import wait_for
-from lws_conformance.observe import Event, Timeline, artifact_dir, facts, record
-from lws_conformance.plugin import run_profile
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    Claims,
+    Event,
+    Scenario,
+    Timeline,
+    WaitTimeout,
+    artifact_dir,
+    facts,
+)
+from lws_conformance.testing import predicates as P
+
+from .rollout_claims import proves_invariants, verify_claims
+from .rollout_support import (
+    BUMP,
+    LBL,
+    bump_annotation,
+    from_revision,
+    held_update,
+    leader_revision,
+    moved_below,
+    one_revision,
+    pods_at,
+    reconcile_window,
+    recorded,
+    rollout_lws,
+    set_partition,
+)
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
-LBL = "leaderworkerset.sigs.k8s.io/"
-REVISION = LBL + "template-revision-hash"
-NAME_LABEL = LBL + "name"
-BUMP = "lwsc.x-k8s.io/bump"
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def _lws(name: str, replicas: int, size: int, mu: int | str = 1, ms: int | str = 0, partition: int = 0,
-         policy: str | None = "None") -> Obj:
-    """An LWS with the given rollout configuration. `policy` is leaderWorkerTemplate.restartPolicy:
-    "None" by default here, so a rollout test sees only rollout behaviour (restart policies have
-    their own suite); the matrix also runs under the API default RecreateGroupOnPodRestart
-    (`policy=None`: the field is left out, defaulting fills it in), where the update's own pod
-    deletions must not look like restarts (lws#291). kwok's pod-delete stage plays once per pod
-    (fixtures/kwok/pod-delete.yaml, docs/upstream/kwok-delete-by-name.md), so no replacement pod is
-    deleted by the fake kubelet under either policy."""
-    obj = workloads.lws(name, replicas=replicas, size=size)
-    if policy is not None:
-        obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = policy
-    else:
-        obj["spec"]["leaderWorkerTemplate"].pop("restartPolicy", None)
-    obj["spec"]["rolloutStrategy"] = {
-        "type": "RollingUpdate",
-        "rollingUpdateConfiguration": {"maxUnavailable": mu, "maxSurge": ms, "partition": partition},
-    }
-    return obj
-
-
-def _bump_annotation(sc: Scenario, name: str, value: str) -> None:
-    """A worker-template annotation change: a new revision for every group (revision_utils.go getPatch)."""
-    sc.patch_lws(
-        name, {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"metadata": {"annotations": {BUMP: value}}}}}}
-    )
 
 
 def _bump_env(sc: Scenario, name: str, value: str) -> None:
@@ -91,67 +75,6 @@ def _bump_env(sc: Scenario, name: str, value: str) -> None:
             {"name": "LWSC_BUMP", "value": value}
         ]
     sc.patch_lws(name, {"spec": {"leaderWorkerTemplate": {"leaderTemplate": {"spec": {"containers": containers}}}}})
-
-
-
-
-def _pods_at(name: str, replicas: int, size: int, revision_of: Any) -> Any:
-    """Exactly the pods of `replicas` groups, all Ready, each at the revision `revision_of(group)`."""
-    expected = P.expected_pod_names(name, replicas, size)
-
-    def check(pods: list[Obj]) -> list[Obj] | None:
-        mine = P.live(pods)
-        if P.names(pods) != expected or len(mine) != len(pods) or not all(P.pod_ready(p) for p in mine):
-            return None
-        for p in mine:
-            labels = p["metadata"]["labels"]
-            if labels.get(REVISION) != revision_of(int(labels[LBL + "group-index"])):
-                return None
-        return mine
-
-    return check
-
-
-def _leader_revision(sc: Scenario, name: str) -> str:
-    sts = sc.apps.read_namespaced_stateful_set(name, sc.namespace)
-    return str(sts.metadata.labels[REVISION])
-
-
-def _one_revision(sc: Scenario, name: str, revision: str) -> None:
-    """Exactly one ControllerRevision of the LWS remains, the current one (TruncateRevisions), checked
-    via the API. The StatefulSets' own ControllerRevisions carry the same labels (copied from the
-    pod template), so only revisions owned by the LeaderWorkerSet count."""
-
-    def check(objs: list[Obj]) -> list[Obj] | None:
-        mine = [o for o in objs if any(r.get("kind") == "LeaderWorkerSet" and r.get("name") == name
-                                       for r in o["metadata"].get("ownerReferences") or [])]
-        return mine if len(mine) == 1 and mine[0]["metadata"]["labels"].get(REVISION) == revision else None
-
-    wait_for(
-        sc.api,
-        sc.apps.list_namespaced_controller_revision,
-        check,
-        what=f"ControllerRevisions of {sc.namespace}/{name}",
-        condition=f"exactly one, with hash {revision}",
-        timeout=30,
-        diagnose=sc.diagnose,
-        namespace=sc.namespace,
-        label_selector=f"{NAME_LABEL}={name}",
-    )
-
-
-@contextmanager
-def _recorded(sc: Scenario) -> Iterator[Timeline]:
-    with record(sc.api, sc.namespace) as tl:
-        yield tl
-
-
-def _from_revision(events: list[Event], revision: str) -> list[facts.StsStep]:
-    """The leader StatefulSet spec steps from the first one carrying `revision` on."""
-    steps = facts.leader_sts_steps(events)
-    first = next((i for i, s in enumerate(steps) if s.revision == revision), None)
-    assert first is not None, f"leader StatefulSet never carried revision {revision}: {steps}"
-    return steps[first:]
 
 
 def _since_generation(events: list[Event], generation: int) -> list[Event]:
@@ -241,20 +164,20 @@ def test_rolling_update_matrix(
         case.first_partition
     ), f"case table disagrees with rollingUpdateParameters: start {start}, first step"
 
-    with _recorded(sc) as tl:
-        sc.create(_lws(name, case.replicas, case.size, case.mu, case.ms, policy=POLICIES[policy]))
+    with recorded(sc) as tl:
+        sc.create(rollout_lws(name, case.replicas, case.size, case.mu, case.ms, policy=POLICIES[policy]))
         sc.wait_lws(name, sc.settled(case.replicas), f"Available with {case.replicas} groups")
-        old = _leader_revision(sc, name)
-        (_bump_env if case.trigger == "env" else _bump_annotation)(sc, name, "1")
+        old = leader_revision(sc, name)
+        (_bump_env if case.trigger == "env" else bump_annotation)(sc, name, "1")
         final = sc.wait_lws(name, sc.settled(case.replicas), "update done: Available, all groups updated")
-        new = _leader_revision(sc, name)
+        new = leader_revision(sc, name)
         assert new != old, "the template change did not create a new revision"
-        sc.wait_pods(_pods_at(name, case.replicas, case.size, lambda g: new), f"all pods Ready at revision {new}")
+        sc.wait_pods(pods_at(name, case.replicas, case.size, lambda g: new), f"all pods Ready at revision {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
-        _one_revision(sc, name, new)
-    steps = _from_revision(events, new)
+        one_revision(sc, name, new)
+    steps = from_revision(events, new)
     with claim("ROLL-COND-001"):
         updating = _since_generation(events, final["metadata"]["generation"])
         gaps = _update_in_progress_gaps(updating)
@@ -347,46 +270,6 @@ def _documented_sequence(case: Case, events: list[Event], steps: list[facts.StsS
 # -- partition -------------------------------------------------------------------------------
 
 
-def _moved_below(part: int, old: str) -> Any:
-    """Violation check for `observe`: a pod of a group below the partition left revision `old`."""
-
-    def moved(pods: list[Obj]) -> str | None:
-        bad = [p["metadata"]["name"] for p in pods
-               if int(p["metadata"]["labels"].get(LBL + "group-index", "-1")) < part
-               and p["metadata"]["labels"].get(REVISION) != old]
-        return f"pods below the partition changed revision: {bad}" if bad else None
-
-    return moved
-
-
-def _held_update(sc: Scenario, name: str, replicas: int, size: int, part: int) -> tuple[str, str]:
-    """Create the LWS, let it settle, set spec.partition `part` and change the template; return
-    (old, new) revision once the groups at or above the partition are updated and it holds."""
-    sc.create(_lws(name, replicas, size))
-    sc.wait_lws(name, sc.settled(replicas), f"Available with {replicas} groups")
-    old = _leader_revision(sc, name)
-    _set_partition(sc, name, part)
-    _bump_annotation(sc, name, "1")
-    sc.wait_lws(name, sc.settled(replicas, updated=replicas - part),
-                f"Available, updatedReplicas {replicas - part} (partition {part} holding)")
-    return old, _leader_revision(sc, name)
-
-
-def _set_partition(sc: Scenario, name: str, partition: int) -> None:
-    sc.patch_lws(name, {"spec": {"rolloutStrategy": {"rollingUpdateConfiguration": {"partition": partition}}}})
-
-
-def reconcile_window(config: pytest.Config) -> float:
-    """The profile's `timeouts.reconcile_window_seconds`: how long a watched "must never happen"
-    window lasts for the consequences of one LWS reconcile (its leader StatefulSet write, then the
-    StatefulSet controller's pod deletion) to show. Derived from the latency
-    benchmarks/reconcile_latency.py measures; `observe` multiplies it by `timeouts.scale`."""
-    value = (run_profile(config).raw.get("timeouts") or {}).get("reconcile_window_seconds")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.5 <= value <= 60:
-        raise UserError(f"timeouts.reconcile_window_seconds must be a number of seconds in 0.5..60, got {value!r}")
-    return float(value)
-
-
 @proves_invariants
 @pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-PART-001")
@@ -395,24 +278,24 @@ def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, claim: C
     """R=3, spec.partition 1: groups 2 and 1 update, group 0 keeps the old revision (Available with
     updatedReplicas 2) for as long as the partition stays; lowering it to 0 finishes the update."""
     sc, name, r, size, part = scenario, "rp", 3, 2, 1
-    with _recorded(sc) as tl:
-        old, new = _held_update(sc, name, r, size, part)
-        sc.wait_pods(_pods_at(name, r, size, lambda g: new if g >= part else old),
+    with recorded(sc) as tl:
+        old, new = held_update(sc, name, r, size, part)
+        sc.wait_pods(pods_at(name, r, size, lambda g: new if g >= part else old),
                      f"groups >= {part} at the new revision, the rest at the old one")
         with claim("ROLL-PART-001"):
             # Held: the partition-1 step is written and the LWS status settled. A controller that
             # went on to update group 0 would show it within one reconcile's latency.
-            violation = sc.observe_pods(_moved_below(part, old), duration=reconcile_window(request.config))
+            violation = sc.observe_pods(moved_below(part, old), duration=reconcile_window(request.config))
             assert violation is None, violation
-        _set_partition(sc, name, 0)
+        set_partition(sc, name, 0)
         sc.wait_lws(name, sc.settled(r), "update done after partition 0")
-        sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
+        sc.wait_pods(pods_at(name, r, size, lambda g: new), f"all pods at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
-        _one_revision(sc, name, new)
+        one_revision(sc, name, new)
     with claim("ROLL-PART-001"):
-        parts = [s.partition for s in _from_revision(events, new)]
+        parts = [s.partition for s in from_revision(events, new)]
         # rollingUpdateParameters' deferred max(P, lwsP): 3 at detection, 2, held at 1, 0 after the release.
         assert parts == [3, 2, 1, 0], f"leader StatefulSet partitions {parts}"
         by_group = facts.revisions_by_group(events)
@@ -428,12 +311,12 @@ def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, cla
     update runs with 4 replicas; with group 2 and the surge group 3 updated the surge group stays
     while the partition holds; partition 0 finishes the update and reclaims it (3 replicas)."""
     sc, name, r, size = scenario, "rs", 3, 2
-    with _recorded(sc) as tl:
-        sc.create(_lws(name, r, size, mu=1, ms=1))
+    with recorded(sc) as tl:
+        sc.create(rollout_lws(name, r, size, mu=1, ms=1))
         sc.wait_lws(name, sc.settled(r), "Available with 3 groups")
-        old = _leader_revision(sc, name)
-        _set_partition(sc, name, 2)
-        _bump_annotation(sc, name, "1")
+        old = leader_revision(sc, name)
+        set_partition(sc, name, 2)
+        bump_annotation(sc, name, "1")
 
         def held(lws: Obj) -> bool:
             st = lws.get("status") or {}
@@ -441,17 +324,17 @@ def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, cla
                     and st.get("updatedReplicas") == 2 and st.get("replicas") == 4)
 
         sc.wait_lws(name, held, "Available, updatedReplicas 2 (group 2 + surge group 3), replicas 4")
-        new = _leader_revision(sc, name)
-        sc.wait_pods(_pods_at(name, r + 1, size, lambda g: new if g >= 2 else old), "surge group 3 kept, 0-1 old")
-        _set_partition(sc, name, 0)
+        new = leader_revision(sc, name)
+        sc.wait_pods(pods_at(name, r + 1, size, lambda g: new if g >= 2 else old), "surge group 3 kept, 0-1 old")
+        set_partition(sc, name, 0)
         sc.wait_lws(name, sc.settled(r), "update done, surge reclaimed")
-        sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"3 groups at {new}, no surge group")
+        sc.wait_pods(pods_at(name, r, size, lambda g: new), f"3 groups at {new}, no surge group")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
-        _one_revision(sc, name, new)
+        one_revision(sc, name, new)
     with claim("ROLL-PART-002"):
-        steps = _from_revision(events, new)
+        steps = from_revision(events, new)
         assert (steps[0].replicas, steps[0].partition) == (4, 3), f"update start: {steps}"
         assert [s.partition for s in steps if s.partition < 3][:1] == [2], f"first step must be P 2: {steps}"
         assert steps[-1].replicas == 3 and steps[-1].partition == 0, steps
@@ -469,19 +352,19 @@ def test_size_change_rolls_every_group(scenario: Scenario, claim: Claims, tmp_pa
                                        request: pytest.FixtureRequest) -> None:
     """size 2 -> 3 is a template change: a new revision, every group replaced whole with 3 pods."""
     sc, name, r = scenario, "sz", 2
-    with _recorded(sc) as tl:
-        sc.create(_lws(name, r, 2))
+    with recorded(sc) as tl:
+        sc.create(rollout_lws(name, r, 2))
         sc.wait_lws(name, sc.settled(r), "Available with 2 groups of 2")
-        old = _leader_revision(sc, name)
+        old = leader_revision(sc, name)
         sc.patch_lws(name, {"spec": {"leaderWorkerTemplate": {"size": 3}}})
         sc.wait_lws(name, sc.settled(r), "update done")
-        new = _leader_revision(sc, name)
+        new = leader_revision(sc, name)
         with claim("ROLL-SIZE-001"):
             assert new != old, "a size change must create a new revision"
-        pods = sc.wait_pods(_pods_at(name, r, 3, lambda g: new), "2 groups of 3 pods at the new revision")
+        pods = sc.wait_pods(pods_at(name, r, 3, lambda g: new), "2 groups of 3 pods at the new revision")
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
-        _one_revision(sc, name, new)
+        one_revision(sc, name, new)
     with claim("ROLL-SIZE-001"):
         assert {p["metadata"]["annotations"].get(LBL + "size") for p in pods} == {"3"}
         assert facts.revisions_by_group(events) == {0: [old, new], 1: [old, new]}
@@ -498,19 +381,19 @@ def test_replicas_changed_mid_rollout(scenario: Scenario, claim: Claims, directi
     down 4 -> 2 removes the highest (already updated) groups; the update then finishes."""
     sc, name, size = scenario, "rm", 2
     r0, r1, part = (2, 4, 1) if direction == "up" else (4, 2, 2)
-    with _recorded(sc) as tl:
-        old, new = _held_update(sc, name, r0, size, part)
+    with recorded(sc) as tl:
+        old, new = held_update(sc, name, r0, size, part)
         sc.patch_lws(name, {"spec": {"replicas": r1}})
         below = min(part, r1)
-        sc.wait_pods(_pods_at(name, r1, size, lambda g: new if g >= below else old),
+        sc.wait_pods(pods_at(name, r1, size, lambda g: new if g >= below else old),
                      f"{r1} groups: < {below} old, the rest new")
-        _set_partition(sc, name, 0)
+        set_partition(sc, name, 0)
         sc.wait_lws(name, sc.settled(r1), f"update done with {r1} groups")
-        sc.wait_pods(_pods_at(name, r1, size, lambda g: new), f"{r1} groups at {new}")
+        sc.wait_pods(pods_at(name, r1, size, lambda g: new), f"{r1} groups at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
-        _one_revision(sc, name, new)
+        one_revision(sc, name, new)
     with claim("ROLL-SCALE-001"):
         by_group = facts.revisions_by_group(events)
         for g in range(r0, r1):
@@ -527,21 +410,21 @@ def test_template_and_replicas_change_at_once(scenario: Scenario, claim: Claims,
     """Template change plus replicas 2 -> 4 in one patch (rollingUpdateParameters Case 2, 4 -> 6 there): scale up
     first (replicas 4, partition 2), new groups 2-3 start at the new revision, then 1 and 0."""
     sc, name, size = scenario, "rt", 2
-    with _recorded(sc) as tl:
-        sc.create(_lws(name, 2, size))
+    with recorded(sc) as tl:
+        sc.create(rollout_lws(name, 2, size))
         sc.wait_lws(name, sc.settled(2), "Available with 2 groups")
-        old = _leader_revision(sc, name)
+        old = leader_revision(sc, name)
         sc.patch_lws(name, {"spec": {"replicas": 4, "leaderWorkerTemplate": {
             "workerTemplate": {"metadata": {"annotations": {BUMP: "1"}}}}}})
         sc.wait_lws(name, sc.settled(4), "update done with 4 groups")
-        new = _leader_revision(sc, name)
-        sc.wait_pods(_pods_at(name, 4, size, lambda g: new), f"4 groups at {new}")
+        new = leader_revision(sc, name)
+        sc.wait_pods(pods_at(name, 4, size, lambda g: new), f"4 groups at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
-        _one_revision(sc, name, new)
+        one_revision(sc, name, new)
     with claim("ROLL-SCALE-002"):
-        steps = _from_revision(events, new)
+        steps = from_revision(events, new)
         assert (steps[0].replicas, steps[0].partition) == (4, 2), f"update start: {steps}"
         by_group = facts.revisions_by_group(events)
         assert by_group.get(2) == [new] and by_group.get(3) == [new], by_group
@@ -552,13 +435,13 @@ def test_template_and_replicas_change_at_once(scenario: Scenario, claim: Claims,
 
 
 def _one_update(sc: Scenario, name: str, replicas: int, size: int, mu: int = 1) -> Timeline:
-    with _recorded(sc) as tl:
-        sc.create(_lws(name, replicas, size, mu=mu))
+    with recorded(sc) as tl:
+        sc.create(rollout_lws(name, replicas, size, mu=mu))
         sc.wait_lws(name, sc.settled(replicas), f"Available with {replicas} groups")
-        _bump_annotation(sc, name, "1")
+        bump_annotation(sc, name, "1")
         sc.wait_lws(name, sc.settled(replicas), "update done")
-        new = _leader_revision(sc, name)
-        sc.wait_pods(_pods_at(name, replicas, size, lambda g: new), f"all pods at {new}")
+        new = leader_revision(sc, name)
+        sc.wait_pods(pods_at(name, replicas, size, lambda g: new), f"all pods at {new}")
     return tl
 
 

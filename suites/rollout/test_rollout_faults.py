@@ -12,30 +12,34 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rollout_claims import proves_invariants, verify_claims
-from test_rolling_update import (
-    _bump_annotation,
-    _from_revision,
-    _held_update,
-    _leader_revision,
-    _lws,
-    _moved_below,
-    _one_revision,
-    _pods_at,
-    _recorded,
-    _set_partition,
-    reconcile_window,
-)
 
-from lws_conformance import workloads
-from lws_conformance.chaos import node_containers
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.logs import wait_pod_log
-from lws_conformance.k8s.wait import WaitTimeout, scale
-from lws_conformance.observe import artifact_dir, facts
-from lws_conformance.providers.local import LocalCluster
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    Claims,
+    LocalCluster,
+    Scenario,
+    WaitTimeout,
+    artifact_dir,
+    facts,
+    node_containers,
+    wait_pod_log,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from .rollout_claims import proves_invariants, verify_claims
+from .rollout_support import (
+    bump_annotation,
+    from_revision,
+    held_update,
+    leader_revision,
+    moved_below,
+    one_revision,
+    pods_at,
+    reconcile_window,
+    recorded,
+    rollout_lws,
+    set_partition,
+)
 
 pytestmark = pytest.mark.cluster
 # LWS's log lines at --zap-log-level=2 (v0.8.0 .. main) at the end of a reconcile of an LWS and of
@@ -61,9 +65,9 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
     (watched), and lowering the partition then finishes the update with every
     invariant holding at every event."""
     sc, name, r, size, part = private_scenario, "rc", 4, 2, 2
-    with _recorded(sc) as tl:
-        old, new = _held_update(sc, name, r, size, part)
-        sc.wait_pods(_pods_at(name, r, size, lambda g: new if g >= part else old), "groups >= 2 new, the rest old")
+    with recorded(sc) as tl:
+        old, new = held_update(sc, name, r, size, part)
+        sc.wait_pods(pods_at(name, r, size, lambda g: new if g >= part else old), "groups >= 2 new, the rest old")
 
         offset = private_cluster.log_offset("lws")
         private_cluster.stop_component("lws")
@@ -75,16 +79,16 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
             # log lines at --zap-log-level=2; the local cluster runs LWS without leader election, so
             # there is no lease to watch), and lasts one reconcile's measured latency after that.
             for needle, key in ((RECONCILED_LWS, name), *((RECONCILED_POD, f"{name}-{g}") for g in range(part))):
-                private_cluster.wait_log("lws", (needle, f'"name": "{key}"', sc.namespace), offset, 60 * scale())
-            violation = sc.observe_pods(_moved_below(part, old), duration=reconcile_window(request.config))
+                private_cluster.wait_log("lws", (needle, f'"name": "{key}"', sc.namespace), offset, 60)
+            violation = sc.observe_pods(moved_below(part, old), duration=reconcile_window(request.config))
             assert violation is None, f"{violation} (kubernetes-sigs/lws#225 regression)"
-        _set_partition(sc, name, 0)
+        set_partition(sc, name, 0)
         sc.wait_lws(name, sc.settled(r), "update done after partition 0")
-        sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
+        sc.wait_pods(pods_at(name, r, size, lambda g: new), f"all pods at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
-        _one_revision(sc, name, new)
+        one_revision(sc, name, new)
     with claim("ROLL-FAULT-005"):
         by_group = facts.revisions_by_group(events)
         assert all(by_group.get(g) == [old, new] for g in range(r)), f"each group updated exactly once: {by_group}"
@@ -107,12 +111,12 @@ def test_controller_pod_deleted_mid_rollout_updates_no_extra_group(
     sc, name, r, size, part = scenario, "rc", 4, 2, 2
     sc.require_kind()
     cfg = {"kubeconfig": str(sc.cluster.kubeconfig)}
-    with _recorded(sc) as tl:
-        old, new = _held_update(sc, name, r, size, part)
-        sc.wait_pods(_pods_at(name, r, size, lambda g: new if g >= part else old), "groups >= 2 new, the rest old")
+    with recorded(sc) as tl:
+        old, new = held_update(sc, name, r, size, part)
+        sc.wait_pods(pods_at(name, r, size, lambda g: new if g >= part else old), "groups >= 2 new, the rest old")
 
         gone = node_containers.delete_controller_pod("lws", configuration=cfg)
-        taken = node_containers.wait_new_leader("lws", gone["deleted"], within=60 * scale(), configuration=cfg)
+        taken = node_containers.wait_new_leader("lws", gone["deleted"], within=60, configuration=cfg)
         request.node.user_properties.append(("lease_taken_over_s", taken["after_s"]))
         with claim("ROLL-FAULT-004"):
             # As above: the window opens once the new leader has logged its first reconcile of the
@@ -120,13 +124,13 @@ def test_controller_pod_deleted_mid_rollout_updates_no_extra_group(
             for needle, key in ((RECONCILED_LWS, name), *((RECONCILED_POD, f"{name}-{g}") for g in range(part))):
                 wait_pod_log(
                     sc.api, LWS_NAMESPACE, taken["leader_pod"], "manager", (needle, f'"name": "{key}"', sc.namespace),
-                    60 * scale(),
+                    60,
                 )  # fmt: skip
-            violation = sc.observe_pods(_moved_below(part, old), duration=reconcile_window(request.config))
+            violation = sc.observe_pods(moved_below(part, old), duration=reconcile_window(request.config))
             assert violation is None, f"{violation} after the controller pod {gone['deleted']} was deleted"
-        _set_partition(sc, name, 0)
+        set_partition(sc, name, 0)
         sc.wait_lws(name, sc.settled(r), "update done after partition 0")
-        sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
+        sc.wait_pods(pods_at(name, r, size, lambda g: new), f"all pods at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-FAULT-006"):
@@ -145,30 +149,30 @@ def test_update_completes_when_every_old_group_is_unhealthy(
     stays Pending). Updating the template to one that can run MUST not get stuck: every group
     ends at the new revision and the LWS becomes Available."""
     sc, name, r, size = scenario, "ru", 4, 1
-    obj = _lws(name, r, size, mu=0, ms=1)
+    obj = rollout_lws(name, r, size, mu=0, ms=1)
     obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["nodeSelector"] = workloads.NOWHERE
     obj["spec"]["leaderWorkerTemplate"].pop("leaderTemplate", None)
-    with _recorded(sc) as tl:
+    with recorded(sc) as tl:
         sc.create(obj)
         sc.wait_pods(
             lambda pods: pods if len(P.live(pods)) == r and not any(P.pod_ready(p) for p in pods) else None,
             f"{r} old pods, none Ready",
         )
-        old = _leader_revision(sc, name)
+        old = leader_revision(sc, name)
         sc.patch_lws(
             name, {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"nodeSelector": None}}}}}
         )
         with claim("ROLL-FAULT-002"):
             sc.wait_lws(name, sc.settled(r), f"Available with {r} groups after the fixed template rolled out",
                         timeout=90)
-        new = _leader_revision(sc, name)
+        new = leader_revision(sc, name)
         with claim("ROLL-FAULT-002"):
             assert new != old, "the template change did not create a new revision"
-            sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods at {new}")
+            sc.wait_pods(pods_at(name, r, size, lambda g: new), f"all pods at {new}")
 
     verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
-        _one_revision(sc, name, new)
+        one_revision(sc, name, new)
 
 
 def _unready(sc: Scenario, pod: str) -> None:
@@ -214,10 +218,10 @@ def test_update_counts_an_already_unhealthy_group_against_max_unavailable(
     at every event at most 2 groups -- group 1 included -- are unavailable (availability-bound,
     ROLL-AVAIL-001); the update then completes, replacing group 1 too."""
     sc, name, r, size = scenario, "uh", 4, 2
-    with _recorded(sc) as tl:
-        sc.create(_lws(name, r, size, mu=2))
+    with recorded(sc) as tl:
+        sc.create(rollout_lws(name, r, size, mu=2))
         sc.wait_lws(name, sc.settled(r), f"Available with {r} groups")
-        old = _leader_revision(sc, name)
+        old = leader_revision(sc, name)
         _unready(sc, f"{name}-1-1")
         try:
             sc.wait_lws(name, lambda o: (o.get("status") or {}).get("readyReplicas") == r - 1,
@@ -227,16 +231,16 @@ def test_update_counts_an_already_unhealthy_group_against_max_unavailable(
             if counted is None:
                 raise
             raise AssertionError(counted) from None
-        _bump_annotation(sc, name, "1")
+        bump_annotation(sc, name, "1")
         sc.wait_lws(name, sc.settled(r), "update done: Available, all groups updated", timeout=90)
-        new = _leader_revision(sc, name)
-        sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods Ready at {new}")
+        new = leader_revision(sc, name)
+        sc.wait_pods(pods_at(name, r, size, lambda g: new), f"all pods Ready at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
-        _one_revision(sc, name, new)
+        one_revision(sc, name, new)
     with claim("ROLL-FAULT-003"):
-        steps = _from_revision(events, new)
+        steps = from_revision(events, new)
         moved = [s.partition for s in steps if s.partition < r]
         assert moved and moved[0] == 3, f"first partition step {moved[:1]}, want 3 (group 1 already unready): {steps}"
         by_group = facts.revisions_by_group(events)
@@ -250,9 +254,9 @@ def test_updated_group_that_never_gets_ready_counts_as_updated(scenario: Scenari
     holds there. status.updatedReplicas counts groups updated "ready or not" (1) and readyReplicas
     those Ready "updated or not" (2, the old groups 0 and 1)."""
     sc, name, r, size = scenario, "uw", 3, 2
-    sc.create(_lws(name, r, size, mu=1))
+    sc.create(rollout_lws(name, r, size, mu=1))
     sc.wait_lws(name, sc.settled(r), f"Available with {r} groups")
-    old = _leader_revision(sc, name)
+    old = leader_revision(sc, name)
     sc.patch_lws(
         name,
         {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"nodeSelector": workloads.NOWHERE}}}}},

@@ -18,12 +18,11 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from rollout_claims import proves_invariants, verify_claims
-from test_rolling_update import _leader_revision, _lws, _one_revision, _pods_at
 
-from lws_conformance.claims import Claims
-from lws_conformance.observe import Event, Recorder, Source, Timeline, artifact_dir, facts, sources
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Event, Recorder, Scenario, Source, Timeline, artifact_dir, facts, sources
+
+from .rollout_claims import proves_invariants, verify_claims
+from .rollout_support import leader_revision, one_revision, pods_at, rollout_lws
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -80,20 +79,20 @@ def test_subdomain_policy_change_rolls_groups_and_services_follow_surge(
     L-0, L-1, each owned by its group's current leader."""
     sc, name, r, size = scenario, "sd", 2, 2
     with _recorded_with_services(sc) as tl:
-        sc.create(_lws(name, r, size, mu=1, ms=1))
+        sc.create(rollout_lws(name, r, size, mu=1, ms=1))
         sc.wait_lws(name, sc.settled(r), f"Available with {r} groups")
-        old = _leader_revision(sc, name)
+        old = leader_revision(sc, name)
         sc.patch_lws(name, {"spec": {"networkConfig": {"subdomainPolicy": "UniquePerReplica"}}})
         sc.wait_lws(name, sc.settled(r), "update done")
-        new = _leader_revision(sc, name)
-        pods = sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods Ready at {new}")
+        new = leader_revision(sc, name)
+        pods = sc.wait_pods(pods_at(name, r, size, lambda g: new), f"all pods Ready at {new}")
         with claim("ROLL-NET-002"):
             want = {name, *(f"{name}-{g}" for g in range(r))}
             sc.wait_services(_services(want), f"Services exactly {sorted(want)} (surge group's Service gone)")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
-        _one_revision(sc, name, new)
+        one_revision(sc, name, new)
     by_group = facts.revisions_by_group(events)
     with claim("ROLL-NET-001"):
         assert new != old, "a subdomainPolicy change must create a new revision"

@@ -19,21 +19,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rollout_claims import proves_invariants, verify_claims
-from test_rolling_update import (
-    _bump_annotation,
-    _leader_revision,
-    _lws,
-    _one_revision,
-    _pods_at,
-    _recorded,
-    _set_partition,
-)
 
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.observe import artifact_dir, facts, record, saved
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, artifact_dir, facts, record, saved
+from lws_conformance.testing import predicates as P
+
+from .rollout_claims import proves_invariants, verify_claims
+from .rollout_support import (
+    bump_annotation,
+    leader_revision,
+    one_revision,
+    pods_at,
+    recorded,
+    rollout_lws,
+    set_partition,
+)
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -55,12 +54,12 @@ def test_second_template_change_mid_rollout(scenario: Scenario, claim: Claims, t
     revision 3, the groups never updated going straight from 1 to 3, the surge reclaimed and one
     ControllerRevision left."""
     sc, name, r, size, ms, part = scenario, "mt", 4, 2, 2, 2
-    with _recorded(sc) as tl:
-        sc.create(_lws(name, r, size, mu=1, ms=ms))
+    with recorded(sc) as tl:
+        sc.create(rollout_lws(name, r, size, mu=1, ms=ms))
         sc.wait_lws(name, sc.settled(r), f"Available with {r} groups")
-        rev1 = _leader_revision(sc, name)
-        _set_partition(sc, name, part)
-        _bump_annotation(sc, name, "1")
+        rev1 = leader_revision(sc, name)
+        set_partition(sc, name, part)
+        bump_annotation(sc, name, "1")
 
         def held(old: str, seen: set[str]) -> Any:
             """6 groups Ready: 0-1 at `old`, 2-5 at one revision that is neither `old` nor in `seen`."""
@@ -76,16 +75,16 @@ def test_second_template_change_mid_rollout(scenario: Scenario, claim: Claims, t
             return check
 
         rev2 = sc.wait_pods(held(rev1, set()), f"groups 0-1 at {rev1}, groups 2-5 at revision 2, all Ready")
-        _bump_annotation(sc, name, "2")
+        bump_annotation(sc, name, "2")
         rev3 = sc.wait_pods(held(rev1, {rev2}), f"groups 0-1 at {rev1}, groups 2-5 at revision 3, all Ready")
-        _set_partition(sc, name, 0)
+        set_partition(sc, name, 0)
         sc.wait_lws(name, sc.settled(r), "update done after partition 0")
-        sc.wait_pods(_pods_at(name, r, size, lambda g: rev3), f"{r} groups at {rev3}, no surge group")
+        sc.wait_pods(pods_at(name, r, size, lambda g: rev3), f"{r} groups at {rev3}, no surge group")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-MULTI-001"):
         assert len({rev1, rev2, rev3}) == 3, (rev1, rev2, rev3)
-        _one_revision(sc, name, rev3)
+        one_revision(sc, name, rev3)
     with claim("ROLL-MULTI-001"):
         steps = facts.leader_sts_steps(events)
         first3 = next((s for s in steps if s.revision == rev3), None)
@@ -112,15 +111,15 @@ def test_template_and_replicas_change_with_surge(scenario: Scenario, claim: Clai
     growing, (R' + maxSurge, R') when shrinking), never asks for more than R' + maxSurge groups,
     and ends with R' groups at the new revision."""
     sc, name, size, ms = scenario, "rx", 2, 2
-    with _recorded(sc) as tl:
-        sc.create(_lws(name, r0, size, mu=1, ms=ms))
+    with recorded(sc) as tl:
+        sc.create(rollout_lws(name, r0, size, mu=1, ms=ms))
         sc.wait_lws(name, sc.settled(r0), f"Available with {r0} groups")
-        old = _leader_revision(sc, name)
+        old = leader_revision(sc, name)
         sc.patch_lws(name, {"spec": {"replicas": r1, "leaderWorkerTemplate": {
             "workerTemplate": {"metadata": {"annotations": {"lwsc.x-k8s.io/bump": "1"}}}}}})
         sc.wait_lws(name, sc.settled(r1), f"update done with {r1} groups")
-        new = _leader_revision(sc, name)
-        sc.wait_pods(_pods_at(name, r1, size, lambda g: new), f"{r1} groups at {new}")
+        new = leader_revision(sc, name)
+        sc.wait_pods(pods_at(name, r1, size, lambda g: new), f"{r1} groups at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-SCALE-003"):
@@ -149,10 +148,10 @@ def test_create_with_partition_and_surge_creates_only_replicas(scenario: Scenari
     creates replicas groups, not replicas + maxSurge ones that are then deleted."""
     sc, name, r, size, ms, part = scenario, "cp", 3, 2, 2, 4
     with record(sc.api, sc.namespace) as tl:
-        sc.create(_lws(name, r, size, mu=1, ms=ms, partition=part))
+        sc.create(rollout_lws(name, r, size, mu=1, ms=ms, partition=part))
         sc.wait_lws(name, sc.settled(r), f"Available with {r} groups")
-        rev = _leader_revision(sc, name)
-        sc.wait_pods(_pods_at(name, r, size, lambda g: rev), f"{r} groups Ready")
+        rev = leader_revision(sc, name)
+        sc.wait_pods(pods_at(name, r, size, lambda g: rev), f"{r} groups Ready")
     events = saved(tl, artifact_dir(tmp_path), request.node.name)
     steps = facts.leader_sts_steps(events)
     peak = facts.peak_live_groups(events)

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import pytest
 from kubernetes.client.exceptions import ApiException
-from test_rollout_probes import NEW, _container, rollout_waits_for_probes
 
-from lws_conformance.chaos import kubelet
-from lws_conformance.claims import Claims
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.testing import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Claims, Scenario, kubelet
+
+from .rollout_probe_support import NEW, _container, rollout_waits_for_probes
 
 pytestmark = pytest.mark.cluster
 

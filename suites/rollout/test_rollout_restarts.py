@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rollout_claims import proves_invariants, verify_claims
-from test_rolling_update import LBL, NAME_LABEL, REVISION, _leader_revision, _lws, _pods_at, _recorded, _set_partition
 
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.observe import artifact_dir
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, artifact_dir
+from lws_conformance.testing import predicates as P
+
+from .rollout_claims import proves_invariants, verify_claims
+from .rollout_support import LBL, NAME_LABEL, REVISION, leader_revision, pods_at, recorded, rollout_lws, set_partition
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -133,22 +132,22 @@ def test_group_restarted_below_partition_keeps_its_revision(scenario: Scenario, 
     ControllerRevision (an env var the update changes, old -> new); lowering the partition then
     finishes the update."""
     sc, name = scenario, "rk"
-    obj = _lws(name, 2, 4, policy=None)
+    obj = rollout_lws(name, 2, 4, policy=None)
     obj["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = {"subGroupSize": 2}
     for c in obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"]:
         c["env"] = [{"name": TEMPLATE_ENV, "value": "old"}]
-    with _recorded(sc) as tl:
+    with recorded(sc) as tl:
         sc.create(obj)
         sc.wait_lws(name, sc.settled(2), "Available with 2 groups of 4")
-        old = _leader_revision(sc, name)
+        old = leader_revision(sc, name)
         before = _shape(*_group(sc, f"{name}-0"))
-        _set_partition(sc, name, 1)
+        set_partition(sc, name, 1)
         sc.patch_lws(name, {"spec": {"networkConfig": {"subdomainPolicy": "UniquePerReplica"}, "leaderWorkerTemplate": {
             "size": 3, "subGroupPolicy": {"subGroupSize": 2, "subGroupPolicyType": "LeaderExcluded"},
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Delete"},
             "workerTemplate": {"spec": {"containers": _worker_containers(sc, name, "new")}}}}})
         sc.wait_lws(name, sc.settled(2, updated=1), "Available, updatedReplicas 1 (partition 1 holding)")
-        new = _leader_revision(sc, name)
+        new = leader_revision(sc, name)
         assert new != old, "the update did not create a new revision"
         leader = sc.core.read_namespaced_pod(f"{name}-0", sc.namespace)
         sc.core.delete_namespaced_pod(f"{name}-0", sc.namespace)
@@ -173,7 +172,7 @@ def test_group_restarted_below_partition_keeps_its_revision(scenario: Scenario, 
             diff = {k: (before[k], after[k]) for k in before if before[k] != after[k]}
             assert not diff, (f"group 0 rebuilt below the partition differs from its old revision (lws#280, PR #963), "
                               f"(old, rebuilt): {diff}")
-        _set_partition(sc, name, 0)
+        set_partition(sc, name, 0)
         sc.wait_lws(name, sc.settled(2), "update done after partition 0")
-        sc.wait_pods(_pods_at(name, 2, 3, lambda g: new), f"2 groups of 3 at {new}")
+        sc.wait_pods(pods_at(name, 2, 3, lambda g: new), f"2 groups of 3 at {new}")
     verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)

@@ -12,12 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rollout_claims import proves_invariants, verify_claims
-from test_rolling_update import _bump_annotation, _leader_revision, _lws, _pods_at, _recorded
 
-from lws_conformance.claims import Claims
-from lws_conformance.observe import artifact_dir, facts
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Scenario, artifact_dir, facts
+
+from .rollout_claims import proves_invariants, verify_claims
+from .rollout_support import bump_annotation, leader_revision, pods_at, recorded, rollout_lws
 
 pytestmark = pytest.mark.cluster
 
@@ -31,14 +30,14 @@ def test_single_replica_with_max_surge_keeps_a_group_available(
     """R=1, size 2, maxSurge 1, maxUnavailable 1 or 0: the surge group should be up before group 0
     is replaced, so some group is available at every event of the update."""
     sc, name = scenario, "r1"
-    with _recorded(sc) as tl:
-        sc.create(_lws(name, 1, 2, mu=mu, ms=1))
+    with recorded(sc) as tl:
+        sc.create(rollout_lws(name, 1, 2, mu=mu, ms=1))
         sc.wait_lws(name, sc.settled(1), "Available with 1 group")
         start = int(tl.ordered()[-1].rv) if tl.ordered() else 0
-        _bump_annotation(sc, name, "1")
+        bump_annotation(sc, name, "1")
         sc.wait_lws(name, sc.settled(1), "update done", timeout=90)
-        new = _leader_revision(sc, name)
-        sc.wait_pods(_pods_at(name, 1, 2, lambda g: new), f"group 0 Ready at {new}")
+        new = leader_revision(sc, name)
+        sc.wait_pods(pods_at(name, 1, 2, lambda g: new), f"group 0 Ready at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-SINGLE-001"):

@@ -19,14 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rollout_claims import proves_invariants, verify_claims
-from test_rolling_update import LBL, REVISION, _leader_revision, _lws, _pods_at, _recorded
 
-from lws_conformance.claims import Claims
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import observe
-from lws_conformance.observe import Event, artifact_dir
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, Event, Scenario, artifact_dir, history, observe
+from lws_conformance.testing import predicates as P
+
+from .rollout_claims import proves_invariants, verify_claims
+from .rollout_support import LBL, REVISION, leader_revision, pods_at, recorded, rollout_lws
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -70,7 +68,7 @@ def new_incarnation_order(events: list[Event], name: str, g: int, revision: str)
         return [f"no leader {name}-{g} at revision {revision} was recorded"]
     mine = [e for e in events[start:] if e.kind in ("Pod", "StatefulSet")
             and (e.obj.get("labels") or {}).get(REVISION) == revision]
-    return P.workers_before_leader_ready(mine, name, g)
+    return history.workers_before_leader_ready(mine, name, g)
 
 
 @proves_invariants
@@ -82,15 +80,15 @@ def test_leader_ready_holds_workers_of_each_updated_group(scenario: Scenario, cl
     of the new revision may appear (watched); once it is Ready the workers follow; in the watch
     stream every new-revision worker object is written after its leader's Ready write."""
     sc, name, r, size = scenario, "ls", 2, 3
-    obj = _lws(name, r, size)
+    obj = rollout_lws(name, r, size)
     obj["spec"]["startupPolicy"] = "LeaderReady"
     # Under LeaderCreated the worker StatefulSet follows the leader's creation within ~0.1 s here;
     # 1.5 s (times timeouts.scale) per held leader is many of those.
     window = 1.5
-    with _recorded(sc) as tl:
+    with recorded(sc) as tl:
         sc.create(obj)
         sc.wait_lws(name, sc.settled(r), f"Available with {r} groups")
-        old = _leader_revision(sc, name)
+        old = leader_revision(sc, name)
         leader_spec = copy.deepcopy(sc.lws(name)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"])
         leader_spec["schedulingGates"] = [{"name": HOLD_GATE}]
         sc.patch_lws(name, {"spec": {"leaderWorkerTemplate": {"leaderTemplate": {"spec": leader_spec}}}})
@@ -104,7 +102,7 @@ def test_leader_ready_holds_workers_of_each_updated_group(scenario: Scenario, cl
             sc.core.patch_namespaced_pod(f"{name}-{g}", sc.namespace,
                                          [{"op": "remove", "path": "/spec/schedulingGates"}])
         sc.wait_lws(name, sc.settled(r), "update done")
-        sc.wait_pods(_pods_at(name, r, size, lambda g: new), f"all pods Ready at {new}")
+        sc.wait_pods(pods_at(name, r, size, lambda g: new), f"all pods Ready at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-STARTUP-001"):

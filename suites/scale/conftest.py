@@ -8,26 +8,18 @@ runs it (`--focus SCALE` would also pick KUEUE-SCALE and LWS-SCALE tests).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from lws_conformance.profile import load_profile
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
+from lws_conformance.testing import LWS_GROUP, LWS_PLURAL, LWS_VERSION, ClusterHandle, Scenario, run_profile
 
-# kueue_helpers (queues, Workload waits) and rollout_claims (the rollout invariants' claims)
-for _suite in ("kueue", "rollout"):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / _suite))
-from scale_helpers import Scale  # noqa: E402
+from .scale_helpers import Scale
 
 
 @pytest.fixture
 def scale(request: pytest.FixtureRequest, lwsc_cluster: ClusterHandle) -> Scale:
-    opt = request.config.getoption
-    raw = load_profile(opt("--lwsc-profile"), opt("--lwsc-set")).raw.get("scale") or {}
+    raw = run_profile(request.config).raw.get("scale") or {}
     groups, size = int(raw.get("groups") or 0), int(raw.get("group_size") or 0)
     if groups < 1 or size < 1:
         pytest.skip("not run: the profile sets no scale.groups (run with `--profile scale`)")

@@ -16,11 +16,8 @@ from typing import Any
 import allure
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.k8s import predicates as P
-from lws_conformance.k8s.wait import scale as timeout_scale
-from lws_conformance.profile import Topology
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Scenario, Topology, timeout_scale, workloads
+from lws_conformance.testing import predicates as P
 
 Obj = dict[str, Any]
 GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"

@@ -22,17 +22,24 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import kueue_helpers as K
 import pytest
-from rollout_claims import proves_invariants, verify_claims
-from scale_helpers import EXCLUSIVE, Figures, Scale, placement_problems, racks_per_group, whole_node_lws
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.errors import WaitTimeout
-from lws_conformance.k8s import predicates as P
-from lws_conformance.observe import artifact_dir, record, require_complete, saved
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import (
+    Claims,
+    Scenario,
+    WaitTimeout,
+    artifact_dir,
+    history,
+    record,
+    require_complete,
+    saved,
+    workloads,
+)
+from lws_conformance.testing import predicates as P
+
+from ..kueue import kueue_helpers as K
+from ..rollout.rollout_claims import proves_invariants, verify_claims
+from .scale_helpers import EXCLUSIVE, Figures, Scale, placement_problems, racks_per_group, whole_node_lws
 
 pytestmark = [pytest.mark.cluster, pytest.mark.destructive, pytest.mark.exclusive("scale")]
 Obj = dict[str, Any]
@@ -114,7 +121,7 @@ def test_every_group_admitted_whole_into_one_rack(
 
     problems = _workload_shape(wls, name, uid, s)
     wl_of = lambda g: workloads.lws_workload_name(name, uid, g)  # noqa: E731
-    problems += P.released_before_admission(events, name, range(s.groups), wl_of)[:10]
+    problems += history.released_before_admission(events, name, range(s.groups), wl_of)[:10]
     problems += placement_problems(racks_per_group(sc, pods, s.topology.rack_label), exclusive=False)
     assert not problems, f"{len(problems)} gang/TAS problems: {problems[:10]} (timeline: {where})"
 
