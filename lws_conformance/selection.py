@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import resources
 from .errors import UserError
+from .profile import RESOLVED_FILE, Profile
 
 
 @dataclass(frozen=True)
@@ -37,15 +38,17 @@ def keyword_args(focus: str | None, skip: str | None) -> list[str]:
     return ["-k", " and ".join(parts)] if parts else []
 
 
-def collect(keywords: list[str], profile: str, sets: list[str], shard: str | None = None) -> Selection:
-    """The selected tests (of shard `shard`, K/N, when given) and what they need."""
+def collect(keywords: list[str], profile: Profile, shard: str | None = None) -> Selection:
+    """The selected tests (of shard `shard`, K/N, when given) and what they need, collected with
+    the run's resolved `profile` (its upgrade start versions parametrize tests)."""
     with tempfile.TemporaryDirectory(prefix="lwsc-selection-") as tmp:
         out = Path(tmp) / "selection.json"
+        resolved = profile.write_resolved(Path(tmp) / RESOLVED_FILE)
         cmd = [sys.executable, "-m", "pytest", str(resources.suites()), "--collect-only", "-q"]
-        cmd += ["-p", "no:cacheprovider", *keywords, f"--lwsc-profile={profile}", *(f"--lwsc-set={kv}" for kv in sets)]
+        cmd += ["-p", "no:cacheprovider", *keywords, f"--lwsc-resolved-profile={resolved}"]
         cmd += [*([f"--lwsc-shard={shard}"] if shard else []), f"--lwsc-selection-out={out}"]
         proc = subprocess.run(cmd, cwd=resources.root(), capture_output=True, text=True, timeout=300)
-        if proc.returncode == 5 and shard and collect(keywords, profile, sets).tests:
+        if proc.returncode == 5 and shard and collect(keywords, profile).tests:
             raise UserError(f"shard {shard} of this selection holds no test; use fewer shards (--shard K/N)")
         if proc.returncode == 5:
             expression = f" (-k {keywords[-1]!r})" if keywords else ""

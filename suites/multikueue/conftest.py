@@ -19,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 
 from lws_conformance.k8s.client import api_client
 from lws_conformance.k8s.objects import RUN_LABEL, Objects
+from lws_conformance.plugin import run_profile
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import Scenario
 
@@ -27,7 +28,9 @@ from mk_helpers import MultiKueue, Worker  # noqa: E402
 
 
 @pytest.fixture
-def multikueue(lwsc_cluster: ClusterHandle, scenario: Scenario, run_id: str) -> Iterator[MultiKueue]:
+def multikueue(
+    request: pytest.FixtureRequest, lwsc_cluster: ClusterHandle, scenario: Scenario, run_id: str
+) -> Iterator[MultiKueue]:
     info_file = Path(lwsc_cluster.kubeconfig).parent / "multikueue.json"
     if not info_file.is_file():
         pytest.skip("not run: the cluster under test is no MultiKueue set (run with `--profile multikueue`)")
@@ -39,7 +42,7 @@ def multikueue(lwsc_cluster: ClusterHandle, scenario: Scenario, run_id: str) -> 
             workers.append(Worker(w["name"], api, Objects(api, run_id, scenario.namespace)))
             meta = client.V1ObjectMeta(name=scenario.namespace, labels={RUN_LABEL: run_id})
             client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=meta))
-        yield MultiKueue(scenario, workers, info["admission_check"], info)
+        yield MultiKueue(scenario, workers, info["admission_check"], info, run_profile(request.config))
     finally:
         for wk in workers:
             wk.objects.delete_created()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lws_conformance.profile import load_profile
+from lws_conformance.plugin import run_profile
 from lws_conformance.providers.base import ClusterHandle
 from lws_conformance.scenario import LWS_GROUP, LWS_PLURAL, LWS_VERSION, Scenario
 
@@ -26,8 +26,7 @@ from scale_helpers import Scale  # noqa: E402
 
 @pytest.fixture
 def scale(request: pytest.FixtureRequest, lwsc_cluster: ClusterHandle) -> Scale:
-    opt = request.config.getoption
-    raw = load_profile(opt("--lwsc-profile"), opt("--lwsc-set")).raw.get("scale") or {}
+    raw = run_profile(request.config).raw.get("scale") or {}
     groups, size = int(raw.get("groups") or 0), int(raw.get("group_size") or 0)
     if groups < 1 or size < 1:
         pytest.skip("not run: the profile sets no scale.groups (run with `--profile scale`)")
