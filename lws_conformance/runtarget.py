@@ -9,6 +9,7 @@ $KUBECONFIG cluster instead.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from .errors import UserError
@@ -38,10 +39,11 @@ class Choice:
     def line(self) -> str:
         text = f"cluster: {self.describe()}, chosen by {self.why}"
         if self.unused_kubeconfig:
-            text += (
-                f"; $KUBECONFIG ({self.unused_kubeconfig}) is not used: to test that cluster, add "
-                '--kubeconfig "$KUBECONFIG" (or --provider existing)'
+            how = (
+                "--provider existing" if os.pathsep in self.unused_kubeconfig  # a list: merged, not one file
+                else '--kubeconfig "$KUBECONFIG" (or --provider existing)'
             )
+            text += f"; $KUBECONFIG ({self.unused_kubeconfig}) is not used: to test that cluster, add {how}"
         return text
 
 
