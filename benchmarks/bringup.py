@@ -37,8 +37,9 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=20.0, help="idle seconds before sampling memory")
     ap.add_argument("--kwokctl", default=None, help="also time kwokctl's binary runtime with the same binaries")
     ap.add_argument("--base-port", type=int, default=17000, help="ports of the measured cluster")
+    ap.add_argument("--profile", default="default", help="the profile measured (default: default)")
     args = ap.parse_args()
-    profile = load_profile("default", [f"network.base_port={args.base_port}"])
+    profile = load_profile(args.profile, [f"network.base_port={args.base_port}"])
     bins = ensure_binaries(profile, print)
     cluster = LocalCluster(profile, name="bench")
     ups, downs, mems = [], [], []

@@ -113,8 +113,9 @@ def one_round(api: client.ApiClient, profile: Any, i: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--profile", default="default", help="the profile measured (default: default)")
     args = ap.parse_args()
-    profile = load_profile("default", ["network.base_port=17500"])
+    profile = load_profile(args.profile, ["network.base_port=17500"])
     cluster = LocalCluster(profile, name="bench-surge")
     handle = cluster.up(lambda m: print(m, flush=True))
     api = api_client(handle.kubeconfig)

@@ -109,8 +109,9 @@ def one_round(api: client.ApiClient, i: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--profile", default="default", help="the profile measured (default: default)")
     args = ap.parse_args()
-    profile = load_profile("default", ["network.base_port=17600"])
+    profile = load_profile(args.profile, ["network.base_port=17600"])
     cluster = LocalCluster(profile, name="bench-tas")
     handle = cluster.up(lambda m: print(m, flush=True))
     api = api_client(handle.kubeconfig)

@@ -60,9 +60,10 @@ def one_round(api: client.ApiClient, core: client.CoreV1Api, i: int) -> tuple[fl
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=200)
+    ap.add_argument("--profile", default="default", help="the profile measured (default: default)")
     ap.add_argument("--out", type=Path, default=None, help="also write the result table here (markdown)")
     args = ap.parse_args()
-    profile = load_profile("default", ["network.base_port=17300"])
+    profile = load_profile(args.profile, ["network.base_port=17300"])
     ensure_binaries(profile, print)
     cluster = LocalCluster(profile, name="bench-wait")
     cluster.up(lambda m: print(m, flush=True))

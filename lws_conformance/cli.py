@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import secrets
@@ -45,7 +46,7 @@ from . import (
 from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
 from .k8s.objects import RUN_LABEL
-from .profile import load_profile, port_given
+from .profile import RESOLVED_FILE, Profile, load_profile, port_given
 from .providers import apicheck, discovery, existing, multikueue, preflight, process
 from .providers.base import ClusterHandle, Provider
 from .providers.components import ORDER, state_root
@@ -54,6 +55,7 @@ from .providers.kind import state_dir as kind_state_dir
 from .providers.local import PORT_FILE, LocalCluster, down_private
 from .providers.ports import claim_port_range
 from .report import html, merge, render
+from .runconfig import RunConfig, RunState
 from .toolchain import cache as bincache
 from .toolchain.gobuild import TRANSIENT
 
@@ -85,105 +87,87 @@ def _paint(text: str, sgr: str) -> str:
     return f"\x1b[{sgr}m{text}\x1b[0m"
 
 
-def _cluster(args: argparse.Namespace) -> LocalCluster:
+def _cluster(cfg: RunConfig) -> LocalCluster:
     """The named local cluster. A cluster other than `default` gets a free block of ports of its
     own (claimed when it comes up, then read back from its state) unless the user chose
     `network.base_port`, so named clusters run side by side."""
-    profile = args.config
-    if args.name != "default" and not port_given(profile, args.set):
-        remembered = state_root() / args.name / PORT_FILE
+    profile = cfg.profile
+    if cfg.name != "default" and not port_given(profile, list(cfg.sets)):
+        remembered = state_root() / cfg.name / PORT_FILE
         if remembered.is_file():
             profile = dataclasses.replace(profile, base_port=int(remembered.read_text()))
-        elif args.command in ("up", "run"):
+        elif cfg.command in ("up", "run"):
             profile = dataclasses.replace(profile, base_port=claim_port_range())
     if workers := multikueue.workers_of(profile.raw):  # a manager + worker clusters (MultiKueue)
-        return multikueue.MultiKueueClusters(profile, name=args.name, workers=workers)
-    return LocalCluster(profile, name=args.name)
+        return multikueue.MultiKueueClusters(profile, name=cfg.name, workers=workers)
+    return LocalCluster(profile, name=cfg.name)
 
 
-def _provider(args: argparse.Namespace) -> str:
-    """--kubeconfig means an existing cluster; else --provider, else the profile's `provider`."""
-    if getattr(args, "kubeconfig", None):
-        return "existing"
-    return str(args.provider or args.config.provider)
+def _kind(cfg: RunConfig) -> KindCluster:
+    tools = KindTools.resolve(*cfg.tools, built=built_tool(cfg.profile, _progress))
+    return KindCluster(cfg.profile, tools, name=cfg.name, state_dir=kind_state_dir(cfg.name))
 
 
-def _kind(args: argparse.Namespace) -> KindCluster:
-    tools = KindTools.resolve(
-        args.kind_bin, args.docker_bin, args.kubectl_bin, built=built_tool(args.config, _progress)
-    )
-    return KindCluster(args.config, tools, name=args.name, state_dir=_kind_dir(args))
-
-
-def _kind_dir(args: argparse.Namespace) -> Path:
-    return kind_state_dir(args.name)
-
-
-def _target(args: argparse.Namespace, out: Path | None = None) -> Provider:
-    """The cluster of this invocation behind one interface (`providers.base.Provider`):
-    `--kubeconfig` adopts an existing cluster (its preflight and handle go to `out`), else
-    `--provider` or the profile's provider creates one."""
-    provider = _provider(args)
-    if provider == "existing":
+def _target(cfg: RunConfig, choice: runtarget.Choice, out: Path | None = None) -> Provider:
+    """The cluster of this invocation behind one interface (`providers.base.Provider`): an
+    existing cluster is adopted (its preflight and handle go to `out`), else `--provider` or the
+    profile's provider creates one."""
+    if choice.provider == "existing":
         return existing.ExistingCluster(
-            Path(args.kubeconfig).expanduser() if args.kubeconfig else None,
-            args.context,
-            args.config,
+            choice.target,
+            cfg.profile,
             out or Path.cwd(),
-            # with --context: a private 0600 copy in the state dir, never in reports/ (it holds credentials)
+            # with --context or a $KUBECONFIG list: a private 0600 copy in the state dir, never in
+            # reports/ (it holds credentials)
             pinned=state_root() / "existing" / f"{out.name if out else 'up'}.kubeconfig",
         )
-    return _kind(args) if provider == "kind" else _cluster(args)
+    return _kind(cfg) if choice.provider == "kind" else _cluster(cfg)
 
 
-def _choice(args: argparse.Namespace) -> runtarget.Choice:
+def _choice(cfg: RunConfig) -> runtarget.Choice:
     """The cluster this invocation acts on and why (`runtarget`), checked before any work."""
-    env = next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), None)
     return runtarget.resolve(
-        provider_flag=args.provider,
-        kubeconfig=getattr(args, "kubeconfig", None),
-        kubeconfig_from=(
-            "--in-cluster (the pod's ServiceAccount)" if getattr(args, "in_cluster", False)
-            else "$KUBECONFIG" if getattr(args, cli_conventions.KUBECONFIG_FROM_ENV, False)
-            else "--kubeconfig"
-        ),
-        context=getattr(args, "context", None),
-        profile=args.config,
-        profile_name=args.profile,
-        name=args.name,
-        kubeconfig_env=env,
+        provider_flag=cfg.provider_flag,
+        kubeconfig=cfg.kubeconfig,
+        kubeconfig_from=cfg.kubeconfig_from,
+        context=cfg.context,
+        profile=cfg.profile,
+        profile_name=cfg.profile_name,
+        name=cfg.name,
+        kubeconfig_env=cfg.kubeconfig_env,
     )
 
 
-def _lifecycle(args: argparse.Namespace) -> Provider:
+def _lifecycle(cfg: RunConfig) -> Provider:
     """A provider `lwsc up`/`down` can bring up and down (not the existing one: one line, exit 2);
     the cluster it is is said first."""
-    if _provider(args) == "existing":
+    if cfg.provider == "existing":
         raise UserError(existing.NO_LIFECYCLE)
-    _progress(_choice(args).line())
-    return _target(args)
+    choice = _choice(cfg)
+    _progress(choice.line())
+    return _target(cfg, choice)
 
 
-def cmd_up(args: argparse.Namespace) -> int:
-    print(_lifecycle(args).up(_progress).kubeconfig)
+def cmd_up(cfg: RunConfig) -> int:
+    print(_lifecycle(cfg).up(_progress).kubeconfig)
     return 0
 
 
-def cmd_build(args: argparse.Namespace) -> int:
+def cmd_build(cfg: RunConfig) -> int:
     """Obtain every binary the selected tests need (cached by version); prints where each one is."""
     from .toolchain import ensure_binaries
 
     started = time.monotonic()
-    profile = args.config
-    sel = selection.collect(_selection(args), args.profile, args.set)
-    prebuild.build(prebuild.needs(args.profile, args.set, profile, "local", sel), _progress)  # all resolved first
+    profile = cfg.profile
+    sel = selection.collect(list(cfg.selection), profile)
+    prebuild.build(prebuild.needs(profile, "local", sel), _progress)  # all resolved first
     for name, path in ensure_binaries(profile, _progress).items():
         print(f"{name:<24} {path}")
     for component, version in sel.upgrade_starts:  # the versions LWS-/KUEUE-UPGRADE-* start under
         path = ensure_binaries(profile.upgrade_start(component, version), _progress)[component]
         print(f"{component + ' ' + version + ' (upgrade)':<24} {path}")
-    if getattr(args, "kind", False):  # the kind provider's images, on the engine it would use
-        kind_cluster = _kind(args)
+    if cfg.options.get("kind", False):  # the kind provider's images, on the engine it would use
+        kind_cluster = _kind(cfg)
         engine = kind_cluster.engine(_progress)
         for name, ref in kind_cluster.images(engine, _progress).items():
             print(f"{'kind ' + name + ' image':<24} {ref} ({engine.describe()})")
@@ -194,39 +178,39 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_down(args: argparse.Namespace) -> int:
-    cluster = _lifecycle(args)
+def cmd_down(cfg: RunConfig) -> int:
+    cluster = _lifecycle(cfg)
     if isinstance(cluster, LocalCluster):  # also any MultiKueue workers of this name, whatever the profile says now
-        cluster = multikueue.MultiKueueClusters(cluster.profile, name=args.name)
+        cluster = multikueue.MultiKueueClusters(cluster.profile, name=cfg.name)
     started = time.monotonic()
     cluster.down()
-    _progress(f"cluster '{args.name}' down in {time.monotonic() - started:.1f}s")
+    _progress(f"cluster '{cfg.name}' down in {time.monotonic() - started:.1f}s")
     return 0
 
 
-def cmd_kubeconfig(args: argparse.Namespace) -> int:
-    cluster = _cluster(args)
-    if _provider(args) == "kind":
-        kind_kc = _kind_dir(args) / "kubeconfig"
+def cmd_kubeconfig(cfg: RunConfig) -> int:
+    cluster = _cluster(cfg)
+    if cfg.provider == "kind":
+        kind_kc = kind_state_dir(cfg.name) / "kubeconfig"
         if not kind_kc.is_file():
-            raise UserError(f"kind cluster '{args.name}' is not up; run `lwsc --provider kind up` first")
+            raise UserError(f"kind cluster '{cfg.name}' is not up; run `lwsc --provider kind up` first")
         print(kind_kc)
         return 0
     if not cluster.kubeconfig.is_file():
-        raise UserError(f"cluster '{args.name}' is not up; run `lwsc up` first")
+        raise UserError(f"cluster '{cfg.name}' is not up; run `lwsc up` first")
     print(cluster.kubeconfig)
     return 0
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    cluster = _cluster(args)
+def cmd_status(cfg: RunConfig) -> int:
+    cluster = _cluster(cfg)
     recs = {r.name: r for r in cluster.records()}
-    if getattr(args, "output", "text") == "json":
-        return _status_json(args, cluster, recs)
+    if cfg.options.get("output", "text") == "json":
+        return _status_json(cfg, cluster, recs)
     if not recs:
-        print(f"cluster '{args.name}': not running (state dir {cluster.dir})")
+        print(f"cluster '{cfg.name}': not running (state dir {cluster.dir})")
         return 1
-    print(f"cluster '{args.name}': {'up' if cluster.running() else 'DEGRADED'}; kubeconfig {cluster.kubeconfig}")
+    print(f"cluster '{cfg.name}': {'up' if cluster.running() else 'DEGRADED'}; kubeconfig {cluster.kubeconfig}")
     for name in ORDER:
         rec = recs.get(name)
         state = "running" if rec and process.alive(rec) else "stopped"
@@ -235,7 +219,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0 if cluster.running() else 1
 
 
-def _status_json(args: argparse.Namespace, cluster: LocalCluster, recs: dict[str, process.ProcRecord]) -> int:
+def _status_json(cfg: RunConfig, cluster: LocalCluster, recs: dict[str, process.ProcRecord]) -> int:
     up = bool(recs) and cluster.running()
     components = [
         {
@@ -247,14 +231,9 @@ def _status_json(args: argparse.Namespace, cluster: LocalCluster, recs: dict[str
         for n in ORDER
     ]
     state = "up" if up else ("degraded" if recs else "not running")
-    doc = {"name": args.name, "state": state, "kubeconfig": str(cluster.kubeconfig), "components": components}
+    doc = {"name": cfg.name, "state": state, "kubeconfig": str(cluster.kubeconfig), "components": components}
     print(json.dumps(doc, indent=2))
     return 0 if up else 1
-
-
-def _selection(args: argparse.Namespace) -> list[str]:
-    """--focus/--skip as pytest -k arguments (`selection.keyword_args`)."""
-    return selection.keyword_args(getattr(args, "focus", None), getattr(args, "skip", None))
 
 
 def _conclusion(pytest_rc: int, run_dir: Path) -> tuple[int, str]:
@@ -283,13 +262,13 @@ def _default_reports() -> str:
     return os.environ.get("ARTIFACTS") or str(Path.cwd() / "reports")
 
 
-def _new_run_id(args: argparse.Namespace) -> str:
+def _new_run_id(cfg: RunConfig) -> str:
     """A run id from the time, unique among the report directories: its directory is created
     here (exclusively), so two runs started in the same second never share one."""
-    reports = Path(args.reports).expanduser().resolve()
+    reports = _reports(cfg)
     if not reports.is_dir():
         reports.mkdir(parents=True)
-        args.reports_created = True
+        cfg.state.reports_created = True
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for n in range(1, 100):
         run_id = stamp if n == 1 else f"{stamp}{n}"
@@ -301,82 +280,90 @@ def _new_run_id(args: argparse.Namespace) -> str:
     raise UserError(f"{reports} already has 99 runs started at {stamp}; use another --reports directory")
 
 
-def _unstarted(args: argparse.Namespace, out: Path) -> None:
+def _reports(cfg: RunConfig) -> Path:
+    if cfg.reports is None:
+        raise UserError(f"`lwsc {cfg.command}` writes no run directories")
+    return cfg.reports
+
+
+def _unstarted(cfg: RunConfig, out: Path) -> None:
     """A run that never started (its cluster refused or did not come up) leaves no directory."""
     shutil.rmtree(out, ignore_errors=True)
-    if getattr(args, "reports_created", False):
+    if cfg.state.reports_created:
         with contextlib.suppress(OSError):
             out.parent.rmdir()
 
 
-def _point_latest(args: argparse.Namespace, run_id: str) -> None:
+def _point_latest(cfg: RunConfig, run_id: str) -> None:
     """reports/latest -> the run that started last."""
-    reports = Path(args.reports).expanduser().resolve()
-    latest = reports / "latest"
+    latest = _reports(cfg) / "latest"
     if latest.is_symlink() or latest.exists():
         latest.unlink()
     latest.symlink_to(run_id)
 
 
-def _suites(args: argparse.Namespace, handle_file: Path, run_id: str, out: Path, extra: list[str] | None = None) -> int:
-    """Run the suites against the cluster of `handle_file`, reports into `out` (pytest's rc)."""
+def _suites(
+    cfg: RunConfig, profile: Profile, handle_file: Path, run_id: str, out: Path, extra: list[str] | None = None
+) -> int:
+    """Run the suites against the cluster of `handle_file` with `profile` (written to
+    `out`/profile.resolved.yaml, which pytest reads), reports into `out` (pytest's rc)."""
+    resolved = profile.write_resolved(out / RESOLVED_FILE)
     cmd = [
         sys.executable,
         "-m",
         "pytest",
         *resources.plugin_args(),  # -p lws_conformance.plugin: no entry point loads it into every session
         str(resources.suites()),
-        *_selection(args),
+        *cfg.selection,
         f"--lwsc-handle={handle_file}",
         f"--lwsc-run-id={run_id}",
         f"--lwsc-report-dir={out}",
-        f"--lwsc-profile={args.profile}",
-        f"--lwsc-mode={'certify' if getattr(args, 'certify', False) else 'standard'}",
-        *(["--lwsc-strict"] if getattr(args, "strict", False) else []),
-        *([f"--lwsc-shard={args.shard}"] if getattr(args, "shard", None) else []),
-        *(["--lwsc-accept-known-deviations"] if getattr(args, "accept_known_deviations", False) else []),
-        *(f"--lwsc-set={kv}" for kv in args.set),
+        f"--lwsc-resolved-profile={resolved}",
+        f"--lwsc-mode={'certify' if cfg.certify else 'standard'}",
+        *(["--lwsc-strict"] if cfg.strict else []),
+        *([f"--lwsc-shard={cfg.shard}"] if cfg.shard else []),
+        *(["--lwsc-accept-known-deviations"] if cfg.accept_known_deviations else []),
         *(extra or []),
         f"--junitxml={out / 'junit_01.xml'}",
         "-o",
         "junit_family=xunit2",
         f"--alluredir={out / 'allure-results'}",
         "-n",
-        str(args.workers),
+        cfg.workers,
         "-p",
         "no:cacheprovider",
-        *args.pytest_args,
+        *cfg.pytest_args,
     ]
     try:
         return _tee(cmd, out / "e2e.log")
     finally:
-        for name in down_private(run_id):
+        for name in down_private(run_id, profile):
             _progress(f"stopped private cluster {name}, left running by the interrupted tests")
 
 
-def _check_run_input(args: argparse.Namespace) -> None:
-    """`lwsc run`'s own arguments, checked before any work (the profile was checked in `main`)."""
-    workers = str(args.workers)
+def _check_run_input(ns: argparse.Namespace) -> None:
+    """`lwsc run`'s own arguments, checked before any work (the profile was checked first)."""
+    workers = str(ns.workers)
     if workers not in ("auto", "logical") and not (workers.isdigit() and int(workers) >= 1):
         raise UserError(f"-n/--workers must be a positive number or auto, got {workers!r}")
-    if args.shard:
-        shards.parse(args.shard)
-        if args.certify:
+    if ns.shard:
+        shards.parse(ns.shard)
+        if ns.certify:
             raise UserError("--certify runs every requirement in one run; drop --shard (or merge shards for gating)")
-    product_input.check(args.product_metadata, args.certify)
+    product_input.check(ns.product_metadata, ns.certify)
 
 
-def _dry_run(args: argparse.Namespace, choice: runtarget.Choice, sel: selection.Selection) -> int:
+def _dry_run(cfg: RunConfig, choice: runtarget.Choice, sel: selection.Selection) -> int:
     """What `lwsc run` would do, resolved as the run resolves it; nothing is built or contacted."""
     print(f"target:       {choice.describe()}, chosen by {choice.why}")
     if choice.unused_kubeconfig:
         print(f"              ({choice.line().partition('; ')[2]})")
-    print(f"profile:      {args.profile}{' with ' + ' '.join(args.set) if args.set else ''}")
-    versions = ", ".join(f"{c} {v}" for c, v in args.config.versions.items())
+    print(f"profile:      {cfg.profile_name}{' with ' + ' '.join(cfg.sets) if cfg.sets else ''}")
+    versions = ", ".join(f"{c} {v}" for c, v in cfg.profile.versions.items())
     print(f"versions:     {versions}" + (" (the profile's; the run reads the cluster's)" if choice.target else ""))
-    shard = f", shard {args.shard}" if args.shard else ""
-    print(f"selection:    {' '.join(_selection(args)[1:]) or 'every test'}{shard}")
-    needs = prebuild.needs(args.profile, args.set, args.config, choice.provider, sel)
+    shard = f", shard {cfg.shard}" if cfg.shard else ""
+    print(f"selection:    {' '.join(cfg.selection[1:]) or 'every test'}{shard}")
+    needs = prebuild.needs(cfg.profile, choice.provider, sel)
     todo = [f"{', '.join(whats)} (for {need.why})" for need, whats in prebuild.pending(needs)]
     print(f"to build:     {'; '.join(todo) or 'nothing (every binary is cached)'}")
     print(f"tests ({len(sel.tests)}):")
@@ -386,42 +373,37 @@ def _dry_run(args: argparse.Namespace, choice: runtarget.Choice, sel: selection.
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    """The main job: bring up (or reuse, or adopt) a cluster, run the suites, write reports/."""
-    cli_incluster.apply_in_cluster(args)  # --in-cluster: the pod's ServiceAccount, existing provider
-    cli_results.apply_rerun(args)  # --rerun-failed RUN: --focus on what did not pass there
-    if args.certify and (args.focus or args.skip or args.pytest_args):
-        raise UserError("--certify runs every requirement: drop --focus/--skip and extra pytest arguments")
-    # every usage mistake: one line, exit 2, before anything is built, started or written
-    _check_run_input(args)
-    choice = _choice(args)
-    sel = selection.collect(_selection(args), args.profile, args.set, args.shard)
-    if args.dry_run:
-        return _dry_run(args, choice, sel)
-    needs = prebuild.needs(args.profile, args.set, args.config, choice.provider, sel)
+def cmd_run(cfg: RunConfig) -> int:
+    """The main job: bring up (or reuse, or adopt) a cluster, run the suites, write reports/.
+    Its usage mistakes were refused when `cfg` was resolved (one line, exit 2, before any work)."""
+    choice = _choice(cfg)
+    sel = selection.collect(list(cfg.selection), cfg.profile, cfg.shard)
+    if cfg.dry_run:
+        return _dry_run(cfg, choice, sel)
+    needs = prebuild.needs(cfg.profile, choice.provider, sel)
     prebuild.check(needs)  # a version the module proxy refuses: one line, exit 2, before anything
     _progress(choice.line())
     if choice.target is not None:  # a cluster that refuses us: one line, exit 2, nothing written
         existing.reachable(choice.target)
     prebuild.build(needs, _progress)
-    run_id = _new_run_id(args)
+    run_id = _new_run_id(cfg)
     # names every namespace and label of the run: unique also among runs started in the same second
     # against the same cluster from other report directories
     pytest_run_id = run_id.replace("-", "")[4:] + secrets.token_hex(2)
-    out = Path(args.reports).expanduser().resolve() / run_id
+    out = _reports(cfg) / run_id
     try:
-        target = _target(args, out)
-        stays = not target.creates or target.running() or args.keep  # adopted, reused or kept
+        target = _target(cfg, choice, out)
+        stays = not target.creates or target.running() or cfg.keep  # adopted, reused or kept
         handle = target.up(_progress)
     except BaseException:
-        _unstarted(args, out)
+        _unstarted(cfg, out)
         raise
-    _point_latest(args, run_id)
-    args.run_started = True  # a cluster that refuses from here on makes the run inconclusive (exit 3)
+    _point_latest(cfg, run_id)
+    cfg.state.run_started = True  # a cluster that refuses from here on makes the run inconclusive (exit 3)
     _progress(f"running suites against {handle.kubeconfig} ({handle.provider}, run {pytest_run_id}); reports in {out}")
-    extra = ["--lwsc-allow-destructive"] if args.allow_destructive else []
+    extra = ["--lwsc-allow-destructive"] if cfg.allow_destructive else []
     try:
-        rc = _suites(args, target.handle_file, pytest_run_id, out, extra)
+        rc = _suites(cfg, cfg.profile, target.handle_file, pytest_run_id, out, extra)
     finally:
         if stays:  # nothing of this run may stay (also after a Ctrl-C mid-teardown)
             left = target.release(pytest_run_id)
@@ -429,7 +411,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             target.down()
     if (out / "results.json").is_file():
-        cli_certify.keep_product_metadata(args, out)
+        cli_certify.keep_product_metadata(cfg, out)
         render.render(out, bincache.cache_root() / "node")
     code, line = _conclusion(rc, out)
     _progress(f"results archive: {cli_certify.write_archive(out)} (check it with `lwsc verify`)")
@@ -438,39 +420,35 @@ def cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
-def _api_for(args: argparse.Namespace) -> tuple[Path, str | None, dict[str, str]]:
-    """(kubeconfig, context, versions the harness knows) for discover / preflight / cleanup, chosen
-    as kubectl does: --kubeconfig, else $KUBECONFIG (unless --provider names a harness cluster),
-    else the named local or kind cluster's handle. The cluster it names is said on stderr, and
-    an unreachable server is one line within seconds."""
-    known: dict[str, str] = {}
-    env = next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), None)
-    provider = _provider(args)
-    if args.kubeconfig or (env and not args.provider):
-        kc = Path(args.kubeconfig or str(env)).expanduser()
-        if not kc.is_file():
-            given = "--kubeconfig" if args.kubeconfig else "$KUBECONFIG"
-            raise UserError(f"kubeconfig {kc} ({given}) does not exist; pass --kubeconfig PATH")
-        context = args.context
-    else:
-        handle_file = _kind_dir(args) / "handle.json" if provider == "kind" else _cluster(args).handle_file
-        if not handle_file.is_file():
-            raise UserError(f"no --kubeconfig or $KUBECONFIG and {provider} cluster '{args.name}' is not up "
-                            f"(no {handle_file}); pass --kubeconfig PATH or run `lwsc up`")
+def _api_for(cfg: RunConfig) -> tuple[existing.Target, dict[str, str]]:
+    """(the cluster, versions the harness knows) for discover / preflight / cleanup, chosen by
+    `existing.resolve`: --kubeconfig, else $KUBECONFIG (every entry, unless --provider names a
+    harness cluster), else the named local or kind cluster's handle. The cluster it names is said
+    on stderr, and an unreachable server is one line within seconds."""
+    provider, env = cfg.provider, None if cfg.provider_flag else cfg.kubeconfig_env
+    handle_file = kind_state_dir(cfg.name) / "handle.json" if provider == "kind" else _cluster(cfg).handle_file
+    own = f"the {provider} cluster '{cfg.name}'"
+    handle = None
+    if not cfg.kubeconfig and not (env or "").strip(os.pathsep) and handle_file.is_file():
         handle = ClusterHandle.from_json(handle_file.read_text())
-        kc, context, known = handle.kubeconfig, args.context, handle.versions
-    t = existing.target(kc, context)
-    own = f"the {provider} cluster '{args.name}'"
-    why = "--kubeconfig" if args.kubeconfig else ("$KUBECONFIG" if env and not args.provider else own)
-    _progress(f"cluster: {t}, chosen by {why}")
+    t = existing.resolve(
+        cfg.kubeconfig,
+        cfg.context,
+        env=env,
+        own=handle.kubeconfig if handle else None,
+        own_why=own,
+        missing=f"no --kubeconfig or $KUBECONFIG and {provider} cluster '{cfg.name}' is not up (no {handle_file}); "
+        "pass --kubeconfig PATH or run `lwsc up`",
+    )
+    _progress(f"cluster: {t}, chosen by {t.chosen_by}")
     existing.reachable(t)
-    return kc, context, known
+    return t, (handle.versions if handle else {})
 
 
-def cmd_discover(args: argparse.Namespace) -> int:
+def cmd_discover(cfg: RunConfig) -> int:
     """Print a profile proposed from the cluster's nodes (topology label keys, GPU resource)."""
-    kubeconfig, context, known = _api_for(args)
-    api = api_client(kubeconfig, context)
+    t, known = _api_for(cfg)
+    api = api_client(t.config_file, t.context)
     try:
         nodes = [to_dict(api, n) for n in client.CoreV1Api(api).list_node().items]
         versions = {c: preflight.detect(api, c, known.get(c)).version for c in preflight.COMPONENTS}
@@ -479,75 +457,78 @@ def cmd_discover(args: argparse.Namespace) -> int:
     proposal = discovery.propose(nodes, {c: v for c, v in versions.items() if v})
     header = (
         f"Proposed by `lwsc discover` from {proposal.nodes_seen} node(s) ({proposal.gpu_nodes} with accelerators) "
-        f"of {kubeconfig}{f' context {context}' if context else ''} at {time.strftime('%Y-%m-%d %H:%M')}.\n"
+        f"of {t.config_file}{f' context {cfg.context}' if cfg.context else ''} at {time.strftime('%Y-%m-%d %H:%M')}.\n"
         "Review it, then: lwsc --profile THIS_FILE preflight --kubeconfig ...\n"
         "            and: lwsc --profile THIS_FILE run --kubeconfig ..."
     )
     text = proposal.to_yaml(header)
-    if args.output == "json":
+    output = cfg.options.output
+    if output == "json":
         doc = {"nodes_seen": proposal.nodes_seen, "gpu_nodes": proposal.gpu_nodes, "profile": yaml.safe_load(text)}
         print(json.dumps(doc, indent=2))
         return 0
-    if args.output and args.output != "yaml":
-        Path(args.output).write_text(text)
-        _progress(f"wrote {args.output}")
+    if output and output != "yaml":
+        Path(output).write_text(text)
+        _progress(f"wrote {output}")
     print(text, end="")
     return 0
 
 
-def cmd_preflight(args: argparse.Namespace) -> int:
+def cmd_preflight(cfg: RunConfig) -> int:
     """Versions, feature gates and capacity, before any test runs; exit 2 if the cluster is unusable."""
-    kubeconfig, context, known = _api_for(args)
-    api = api_client(kubeconfig, context)
+    t, known = _api_for(cfg)
+    api = api_client(t.config_file, t.context)
     try:
-        report = preflight.run(api, args.config.topology, known)
+        report = preflight.run(api, cfg.profile.topology, known)
     finally:
         api.close()
-    as_json = args.json or getattr(args, "output", "text") == "json"
+    as_json = cfg.options.json or cfg.options.get("output", "text") == "json"
     print(json.dumps(report.to_dict(), indent=2) if as_json else report.text())
     return 2 if report.failed else 0
 
 
-def cmd_cleanup(args: argparse.Namespace) -> int:
+def cmd_cleanup(cfg: RunConfig) -> int:
     """Delete what harness runs created (run label), nothing else."""
-    if bool(args.run_id) == bool(args.all):
+    run_id = cfg.options.run_id
+    if bool(run_id) == bool(cfg.options.all):
         raise UserError("give exactly one of --run-id ID (one run) or --all (every lwsc run on this cluster)")
-    kubeconfig, context, _known = _api_for(args)
-    api = api_client(kubeconfig, context)
+    t, _known = _api_for(cfg)
+    api = api_client(t.config_file, t.context)
     try:
-        deleted = existing.cleanup(api, args.run_id)
+        deleted = existing.cleanup(api, run_id)
     finally:
         api.close()
     for what in deleted:
         print(f"deleted {what}")
-    _progress(f"cleanup: {len(deleted)} object(s) labelled {RUN_LABEL}{'=' + args.run_id if args.run_id else ''}")
+    _progress(f"cleanup: {len(deleted)} object(s) labelled {RUN_LABEL}{'=' + run_id if run_id else ''}")
     return 0
 
 
-def cmd_matrix(args: argparse.Namespace) -> int:
+def cmd_matrix(cfg: RunConfig) -> int:
     """The suites (or --focus) against several LWS / Kueue versions, one fresh local cluster each."""
     from .toolchain import ensure_binaries
 
     plan = matrix.cells(
-        matrix.parse_versions(args.lws, "--lws"), matrix.parse_versions(args.kueue, "--kueue"), args.base_port
+        matrix.parse_versions(cfg.options.lws, "--lws"),
+        matrix.parse_versions(cfg.options.kueue, "--kueue"),
+        cfg.options.base_port,
     )
-    profiles = {c.name: load_profile(args.profile, [*args.set, *c.overrides]) for c in plan}
-    sets = {c.name: [*args.set, *c.overrides] for c in plan}
-    chosen = {c.name: selection.collect(_selection(args), args.profile, sets[c.name]) for c in plan}  # exit 2 first
+    profiles = {c.name: cfg.profile.with_overrides(c.overrides) for c in plan}
+    chosen = {c.name: selection.collect(list(cfg.selection), profiles[c.name]) for c in plan}  # exit 2 first
     for cell in plan:  # every version resolved and built before the first cluster comes up
         ensure_binaries(profiles[cell.name], _progress)
     for cell in plan:  # and what each cell's tests need besides (upgrade starts, private clusters)
-        needs = prebuild.needs(args.profile, sets[cell.name], profiles[cell.name], "local", chosen[cell.name])
+        needs = prebuild.needs(profiles[cell.name], "local", chosen[cell.name])
         prebuild.build(needs, _progress)
-    out = Path(args.reports) / f"matrix-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = _reports(cfg) / f"matrix-{time.strftime('%Y%m%d-%H%M%S')}"
 
     def run_cell(cell: matrix.Cell, run_dir: Path) -> int | None:
         run_dir.mkdir(parents=True, exist_ok=True)
         cluster = LocalCluster(profiles[cell.name], name=cell.name)
-        cell_args = argparse.Namespace(**{**vars(args), "set": [*args.set, *cell.overrides]})
         try:
             cluster.up(_progress)
-            rc = _suites(cell_args, cluster.handle_file, f"m{time.strftime('%H%M%S')}{secrets.token_hex(2)}", run_dir)
+            run_id = f"m{time.strftime('%H%M%S')}{secrets.token_hex(2)}"
+            rc = _suites(cfg, profiles[cell.name], cluster.handle_file, run_id, run_dir)
         except LwscError as exc:
             (run_dir / "error.txt").write_text(str(exc))
             _progress(f"cell {cell.label} broke: {exc}")
@@ -567,26 +548,27 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return 4 if 4 in codes else 0
 
 
-def cmd_bisect(args: argparse.Namespace) -> int:
+def cmd_bisect(cfg: RunConfig) -> int:
     """The first commit between --good and --bad where the named requirements break (or, with
     --fixed, start to hold): git bisects, each step builds that commit and runs only their tests."""
-    passed_on = [a for kv in args.set if not kv.startswith((f"sources.{args.component}=", "network.base_port="))
+    o = cfg.options
+    passed_on = [a for kv in cfg.sets if not kv.startswith((f"sources.{o.component}=", "network.base_port="))
                  for a in ("--set", kv)]
     plan = bisect.Plan(
-        component=args.component,
-        git=Path(args.git).expanduser() if args.git else Path(),
-        good=args.good,
-        bad=args.bad,
-        requirements=list(args.requirement or []),
-        focus=args.focus or "",
-        tries=args.tries,
-        fixed=args.fixed,
-        reports=Path(args.reports).expanduser().resolve(),
-        base_port=args.base_port,
-        lwsc_args=["--profile", args.profile, *passed_on],
+        component=o.component,
+        git=Path(o.git).expanduser() if o.git else Path(),
+        good=o.good,
+        bad=o.bad,
+        requirements=list(o.requirement or []),
+        focus=cfg.focus or "",
+        tries=o.tries,
+        fixed=o.fixed,
+        reports=_reports(cfg),
+        base_port=o.base_port,
+        lwsc_args=["--profile", cfg.profile_name, *passed_on],
     )
-    if not args.git:
-        raise UserError(f"--git DIR is required: the {args.component} git repository (a bare snapshot is fine)")
+    if not o.git:
+        raise UserError(f"--git DIR is required: the {o.component} git repository (a bare snapshot is fine)")
     unknown = [r for r in plan.requirements if r not in catalogue.default()]
     if unknown:
         raise UserError(f"--requirement {' '.join(unknown)}: not in the catalogue (fixtures/requirements/)")
@@ -596,7 +578,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         _progress("bisect: no single commit found (every remaining candidate was skipped)")
         return 3
     pr = f" (PR #{result.pr})" if result.pr else ""
-    word = "fixed" if args.fixed else "bad"
+    word = "fixed" if o.fixed else "bad"
     print(f"first {word} commit: {result.first} {result.subject}{pr} ({result.seconds / 60:.1f} min)")
     return 0
 
@@ -643,16 +625,16 @@ def _interrupt_group(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def cmd_report(cfg: RunConfig) -> int:
     """Re-render a run directory offline from its recorded results, or merge shards' run
     directories into one (`--merge`). Exits with the run's conclusion code."""
-    if args.merge:
-        return _merge_report(args)
-    if not args.run_dir:
+    if cfg.options.merge:
+        return _merge_report(cfg)
+    if not cfg.options.run_dir:
         raise UserError("give a reports/<run-id> directory, or --merge DIR DIR ... to join shards")
-    run_dir = Path(args.run_dir)
+    run_dir = Path(cfg.options.run_dir)
     if run_dir.is_file():  # a results archive (or Sonobuoy's tarball), read without extracting it first
-        return cli_results.report_archive(args, bincache.cache_root() / "node")
+        return cli_results.report_archive(cfg, bincache.cache_root() / "node")
     if not (run_dir / "results.json").is_file():
         raise UserError(f"{run_dir} has no results.json; give a reports/<run-id> directory of `lwsc run`")
     results = json.loads((run_dir / "results.json").read_text()).get("results") or []
@@ -663,10 +645,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     return int(doc.get("conclusion", {}).get("code", 3))
 
 
-def _merge_report(args: argparse.Namespace) -> int:
-    dirs = [Path(d).expanduser().resolve() for d in args.merge]
+def _merge_report(cfg: RunConfig) -> int:
+    dirs = [Path(d).expanduser().resolve() for d in cfg.options.merge]
     doc = merge.results(dirs)
-    out = Path(args.out or Path(args.reports) / doc["run_id"]).expanduser().resolve()
+    out = Path(cfg.options.out or _reports(cfg) / doc["run_id"]).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=False)
     (out / "results.json").write_text(json.dumps(doc, indent=2))
     merge.junit(dirs, out)
@@ -680,22 +662,22 @@ def _merge_report(args: argparse.Namespace) -> int:
     return code
 
 
-def cmd_chaos_target(args: argparse.Namespace) -> int:
+def cmd_chaos_target(cfg: RunConfig) -> int:
     """Namespace + LWS for the standalone chaos/ experiments; prints the env `chaos run` reads."""
     from .chaos_target import create
 
-    _progress(_choice(args).line())
-    on_kind = _provider(args) == "kind"
-    cluster = _kind(args) if on_kind else _cluster(args)
+    _progress(_choice(cfg).line())
+    on_kind = cfg.provider == "kind"
+    cluster = _kind(cfg) if on_kind else _cluster(cfg)
     if not cluster.running():
         up = "lwsc --profile kind up" if on_kind else "lwsc up"
-        raise UserError(f"cluster '{args.name}' is not up; run `{up}` first")
+        raise UserError(f"cluster '{cfg.name}' is not up; run `{up}` first")
     if on_kind:  # the workload images kind nodes hold instead of the suites' (nothing is pulled)
         substitutes = ClusterHandle.from_json(cluster.handle_file.read_text()).images
         os.environ[images.SUBSTITUTES_ENV] = json.dumps(substitutes)
-    env = create(str(cluster.kubeconfig), args.namespace, args.lws, args.node)
+    env = create(str(cluster.kubeconfig), cfg.options.namespace, cfg.options.lws, cfg.options.node)
     if not on_kind:  # kind faults check the cluster's own handle instead of an opt-in
-        env["LWSC_DISPOSABLE_CLUSTER"] = args.name  # process and node faults need this opt-in
+        env["LWSC_DISPOSABLE_CLUSTER"] = cfg.name  # process and node faults need this opt-in
     print(" ".join(f"{k}={v}" for k, v in env.items()))
     return 0
 
@@ -901,8 +883,61 @@ def _sigterm(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def resolve(ns: argparse.Namespace) -> RunConfig:
+    """Everything this invocation does, resolved once, before any work; every usage mistake is a
+    one-line `UserError` (exit 2): the profile with every --set (the one `load_profile` of a run),
+    then `lwsc run`'s own input (--in-cluster, --rerun-failed, --certify, -n, --shard,
+    --product-metadata). The cluster is resolved at its first use (`_choice`, `_api_for`,
+    `cli_incluster`), by `existing.resolve`."""
+    command = str(ns.command)
+    profile = load_profile(ns.profile, ns.set)  # validated before any work
+    get = functools.partial(getattr, ns)
+    kubeconfig, kubeconfig_from, focus = get("kubeconfig", None), "--kubeconfig", get("focus", None)
+    if command == "run":
+        if ns.in_cluster:  # the pod's ServiceAccount, existing provider
+            kubeconfig = cli_incluster.in_cluster_kubeconfig(kubeconfig)
+            kubeconfig_from = "--in-cluster (the pod's ServiceAccount)"
+        rerun = cli_results.rerun_focus(ns.rerun_failed, focus or ns.skip or ns.certify or ns.shard)
+        focus = rerun or focus  # --rerun-failed RUN: --focus on what did not pass there
+        if ns.certify and (focus or ns.skip or ns.pytest_args):
+            raise UserError("--certify runs every requirement: drop --focus/--skip and extra pytest arguments")
+        _check_run_input(ns)
+    skip = get("skip", None)
+    reports = get("reports", None)
+    return RunConfig.of(
+        ns,
+        command=command,
+        profile=profile,
+        profile_name=str(ns.profile),
+        sets=tuple(ns.set),
+        name=str(ns.name),
+        # --kubeconfig (or --in-cluster) means an existing cluster; else --provider, else the profile's
+        provider="existing" if kubeconfig else str(ns.provider or profile.provider),
+        provider_flag=ns.provider,
+        kubeconfig=kubeconfig,
+        kubeconfig_from=kubeconfig_from,
+        context=get("context", None),
+        kubeconfig_env=os.environ.get("KUBECONFIG") or None,
+        reports=Path(reports).expanduser().resolve() if reports else None,
+        focus=focus,
+        skip=skip,
+        selection=tuple(selection.keyword_args(focus, skip)),
+        workers=str(get("workers", "")),
+        shard=get("shard", None),
+        certify=bool(get("certify", False)),
+        strict=bool(get("strict", False)),
+        keep=bool(get("keep", False)),
+        dry_run=bool(get("dry_run", False)),
+        allow_destructive=bool(get("allow_destructive", False)),
+        accept_known_deviations=bool(get("accept_known_deviations", False)),
+        in_cluster=bool(get("in_cluster", False)),
+        pytest_args=tuple(get("pytest_args", ())),
+        tools=(ns.kind_bin, ns.docker_bin, ns.kubectl_bin),
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = cli_conventions.finish(parser().parse_args(argv))
+    ns = cli_conventions.finish(parser().parse_args(argv))
     signal.signal(signal.SIGTERM, _sigterm)
     # Started in the background by a script, a process inherits SIGINT ignored; lwsc's cleanup
     # path is KeyboardInterrupt, so Ctrl-C (SIGINT) must reach it however it was started.
@@ -921,13 +956,15 @@ def main(argv: list[str] | None = None) -> int:
         "cleanup": cmd_cleanup,
         "matrix": cmd_matrix,
         "bisect": cmd_bisect,
-        "completion": lambda a: print(cli_completion.script(parser(), a.shell), end="") or 0,
+        "completion": lambda c: print(cli_completion.script(parser(), c.options.shell), end="") or 0,
         **EXTRA_HANDLERS,
         "chaos-target": cmd_chaos_target,
     }
+    state = RunState()
     try:
-        args.config = load_profile(args.profile, args.set)  # resolved once, validated before any work
-        return handlers[args.command](args)
+        cfg = resolve(ns)
+        state = cfg.state
+        return handlers[cfg.command](cfg)
     except LwscError as exc:
         print(f"{_paint('lwsc: error:', '1;31')} {exc}", file=sys.stderr)
         return exc.exit_code
@@ -936,7 +973,7 @@ def main(argv: list[str] | None = None) -> int:
         if said is None:
             raise
         print(f"{_paint('lwsc: error:', '1;31')} {said[1]}", file=sys.stderr)
-        return 3 if getattr(args, "run_started", False) else said[0]
+        return 3 if state.run_started else said[0]
     except KeyboardInterrupt:
         print("lwsc: interrupted; everything started by this command was stopped", file=sys.stderr)
         return 130

@@ -18,8 +18,9 @@ import yaml
 from . import provenance
 from .errors import UserError
 from .report import archive, product, submission
+from .runconfig import RunConfig
 
-Handler = Callable[[argparse.Namespace], int]
+Handler = Callable[[RunConfig], int]
 RAW = argparse.RawDescriptionHelpFormatter
 
 
@@ -28,9 +29,9 @@ def write_archive(run_dir: Path) -> Path:
     return archive.write(run_dir, run_dir.parent / f"{run_dir.name}.tar.gz", provenance.harness())
 
 
-def product_metadata(args: argparse.Namespace) -> Path | None:
+def product_metadata(cfg: RunConfig) -> Path | None:
     """--product-metadata's file, or None; one line naming the fix when it does not exist."""
-    src = getattr(args, "product_metadata", None)
+    src = cfg.options.get("product_metadata")
     if not src:
         return None
     path = Path(src).expanduser()
@@ -39,16 +40,16 @@ def product_metadata(args: argparse.Namespace) -> Path | None:
     return path
 
 
-def keep_product_metadata(args: argparse.Namespace, run_dir: Path) -> None:
+def keep_product_metadata(cfg: RunConfig, run_dir: Path) -> None:
     """Copy --product-metadata into the run directory, where PRODUCT.yaml rendering reads it."""
-    path = product_metadata(args)
+    path = product_metadata(cfg)
     if path is not None:
         shutil.copyfile(path, run_dir / product.METADATA_FILE)
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
+def cmd_verify(cfg: RunConfig) -> int:
     try:
-        result = archive.verify(Path(args.archive).expanduser())
+        result = archive.verify(Path(cfg.options.archive).expanduser())
     except archive.BadArchive as exc:
         print(f"lwsc: error: {exc}", file=sys.stderr)
         return 2
@@ -56,16 +57,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
-def cmd_product_check(args: argparse.Namespace) -> int:
-    path = Path(args.file).expanduser()
+def cmd_product_check(cfg: RunConfig) -> int:
+    o = cfg.options
+    path = Path(o.file).expanduser()
     if path.is_dir():
         path = path / "PRODUCT.yaml"
     if not path.is_file():
         raise UserError(f"{path} does not exist; give a PRODUCT.yaml or a run directory")
-    template = Path(args.template).expanduser() if args.template else None
+    template = Path(o.template).expanduser() if o.template else None
     if template is not None and not template.is_file():
         raise UserError(f"--template {template} does not exist; give docs/AIConformance-<version>.yaml")
-    if args.final:
+    if o.final:
         try:
             found, used = submission.check_file(path, template)
         except submission.NoTemplate as exc:
@@ -77,37 +79,38 @@ def cmd_product_check(args: argparse.Namespace) -> int:
         print(f"{path}: {problem}")
     if not found:
         print(f"{path}: ok ({rules})")
-    if args.final:
+    if o.final:
         print(f"{path}: {submission.OFFLINE}", file=sys.stderr)
     return 1 if found else 0
 
 
-def cmd_product_merge(args: argparse.Namespace) -> int:
+def cmd_product_merge(cfg: RunConfig) -> int:
     """A submission: the template (or --into, an existing submission) with the run's gang-scheduling
     entry merged in and its evidence copied next to it; then what is left to fill."""
-    run = Path(args.run).expanduser()
+    o = cfg.options
+    run = Path(o.run).expanduser()
     entry_file = run / "PRODUCT.yaml" if run.is_dir() else run
     if not entry_file.is_file():
         raise UserError(f"{entry_file} does not exist; give a reports/<run-id> directory of `lwsc run`")
     entry = yaml.safe_load(entry_file.read_text())
     ok, why = _entry_use(entry_file, entry)
-    if not ok and not args.draft:
+    if not ok and not o.draft:
         raise UserError(f"{entry_file} is not for submission: {why}; run `lwsc run --certify` (or pass --draft "
                         "to start a draft from it)")
-    into = Path(args.into).expanduser() if args.into else None
+    into = Path(o.into).expanduser() if o.into else None
     if into is not None and not into.is_file():
         raise UserError(f"--into {into} does not exist; give the submission's PRODUCT.yaml (or leave it out)")
-    template = Path(args.template).expanduser() if args.template else None
+    template = Path(o.template).expanduser() if o.template else None
     if template is not None and (into is not None or not template.is_file()):
         raise UserError(f"--template {template}: give an existing AIConformance-<version>.yaml, without --into")
-    out = Path(args.output).expanduser()
+    out = Path(o.output).expanduser()
     try:
         tmpl = submission.template("", template) if template else None
     except submission.NoTemplate as exc:
         raise UserError(str(exc)) from None
     version = (
         submission.minor(str((tmpl or {}).get("metadata", {}).get("kubernetesVersion") or ""))
-        or submission.minor(args.k8s_version or "")
+        or submission.minor(o.k8s_version or "")
         or (submission.version_of(into, yaml.safe_load(into.read_text())) if into else None)
         or submission.version_of(out, entry)
     )

@@ -2,7 +2,8 @@
 
 - global flags (--profile, --set, --name, --provider, ...) are accepted after the subcommand too
   (`lwsc run --name x` = `lwsc --name x run`; --set given on both sides adds up);
-- `KUBECONFIG` is honoured where a kubeconfig is expected and none was given;
+- `KUBECONFIG` is honoured where a kubeconfig is expected and none was given, every entry merged
+  as kubectl merges them (`providers.existing.resolve`, docs/providers.md);
 - `--focus`/`--skip` that select nothing end in exit 2 before any cluster is brought up;
 - subcommand help shows examples.
 """
@@ -10,9 +11,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 
 from . import resources
 from .errors import UserError
@@ -20,7 +19,6 @@ from .selection import collect_only
 
 GLOBAL_FLAGS = ("--profile", "--set", "--name", "--provider", "--kind-bin", "--docker-bin", "--kubectl-bin")
 LATE_SET = "set_after_command"
-KUBECONFIG_FROM_ENV = "kubeconfig_from_env"  # set by `finish` when --kubeconfig came from $KUBECONFIG
 EXAMPLES = {
     "up": ["lwsc --name dev up", "lwsc up --name dev --set network.base_port=17000"],
     "down": ["lwsc down --name dev"],
@@ -68,20 +66,13 @@ def add_late_globals(root: argparse.ArgumentParser, sub: argparse._SubParsersAct
 
 
 def finish(args: argparse.Namespace) -> argparse.Namespace:
-    """--set values given after the subcommand add to those before it; KUBECONFIG for the
-    existing provider when no --kubeconfig was given."""
+    """The parsed command line as `cli.resolve` reads it: --set values given after the subcommand
+    add to those before it."""
     late = getattr(args, LATE_SET, None)
     if late:
         args.set = [*args.set, *late]
     if hasattr(args, LATE_SET):
         delattr(args, LATE_SET)
-    wants = getattr(args, "provider", None) == "existing" or getattr(args, "command", "") == "retrieve"
-    if hasattr(args, "kubeconfig") and not args.kubeconfig and wants:
-        env = os.environ.get("KUBECONFIG", "")
-        first = next((p for p in env.split(os.pathsep) if p), None)
-        if first:
-            args.kubeconfig = str(Path(first).expanduser())
-            setattr(args, KUBECONFIG_FROM_ENV, True)
     return args
 
 
@@ -110,7 +101,8 @@ EPILOG = """exit codes:
   5  not finished (launch --wait reached --timeout; job-status, retrieve before the Job ended)
 
 environment:
-  KUBECONFIG              the cluster of discover/preflight/cleanup and the existing provider, as kubectl reads it
+  KUBECONFIG              the cluster of discover/preflight/cleanup and the existing provider, every entry merged as
+                          kubectl merges them (never ~/.kube/config unless named)
   LWSC_PROFILE            default --profile
   LWSC_CACHE_DIR          binaries, Go caches, snapshots (default ~/.cache/lws-conformance)
   LWSC_STATE_DIR          local clusters' state (default ~/.local/state/lws-conformance)

@@ -40,8 +40,9 @@ from .k8s.client import api_client, to_dict
 from .providers import existing
 from .providers.components import state_root
 from .report import archive
+from .runconfig import RunConfig
 
-Handler = Callable[[argparse.Namespace], int]
+Handler = Callable[[RunConfig], int]
 RAW = argparse.RawDescriptionHelpFormatter
 DEFAULT_IMAGE = f"localhost/lws-conformance:{provenance.version()}"
 BUILD_IT = (
@@ -61,51 +62,48 @@ class NotFinished(LwscError):
     exit_code = NOT_FINISHED
 
 
-def apply_in_cluster(args: argparse.Namespace) -> None:
-    """`run --in-cluster`: adopt the cluster the pod runs in, with the pod's ServiceAccount."""
-    if not getattr(args, "in_cluster", False):
-        return
-    if args.kubeconfig:
+def in_cluster_kubeconfig(kubeconfig: str | None) -> str:
+    """`run --in-cluster`: a kubeconfig of the cluster the pod runs in, with the pod's ServiceAccount."""
+    if kubeconfig:
         raise UserError("give either --in-cluster or --kubeconfig, not both")
     out = state_root() / "existing" / f"in-cluster-{time.strftime('%Y%m%d-%H%M%S')}.kubeconfig"
     try:
-        args.kubeconfig = str(incluster.kubeconfig_from_pod(out))
+        return str(incluster.kubeconfig_from_pod(out))
     except ValueError as exc:
         raise UserError(str(exc)) from None
 
 
-def _run_args(args: argparse.Namespace) -> list[str]:
-    return [a for a in args.run_args if a != "--"]
+def _run_args(cfg: RunConfig) -> list[str]:
+    return [a for a in cfg.options.run_args if a != "--"]
 
 
-def cmd_gen(args: argparse.Namespace) -> int:
-    if args.image == DEFAULT_IMAGE:
+def cmd_gen(cfg: RunConfig) -> int:
+    if cfg.options.image == DEFAULT_IMAGE:
         print(f"lwsc: note: image {DEFAULT_IMAGE}: {BUILD_IT}", file=sys.stderr)
-    if args.sonobuoy:
-        print(incluster.dump([incluster.sonobuoy_plugin(args.image, _run_args(args))]), end="")
+    if cfg.options.sonobuoy:
+        print(incluster.dump([incluster.sonobuoy_plugin(cfg.options.image, _run_args(cfg))]), end="")
     else:
-        print(incluster.dump(incluster.manifests(args.image, args.namespace, _run_args(args))), end="")
+        print(incluster.dump(incluster.manifests(cfg.options.image, cfg.options.namespace, _run_args(cfg))), end="")
     return 0
 
 
 # -- the cluster -----------------------------------------------------------------------------------
-def _kubeconfig(args: argparse.Namespace) -> Path:
-    """--kubeconfig, else the first $KUBECONFIG entry, as kubectl reads it; one line otherwise."""
-    given = args.kubeconfig or next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), None)
-    if not given:
-        raise UserError("give --kubeconfig PATH (or set KUBECONFIG) of the cluster the Job runs in")
-    path = Path(given).expanduser()
-    if not path.is_file():
-        raise UserError(f"kubeconfig {path} does not exist; pass --kubeconfig PATH")
-    return path
+def _target(cfg: RunConfig) -> existing.Target:
+    """--kubeconfig, else $KUBECONFIG (every entry, merged as kubectl merges them), by
+    `existing.resolve`; a wrong file or context is one line, not a traceback."""
+    return existing.resolve(
+        cfg.kubeconfig,
+        cfg.context,
+        env=cfg.kubeconfig_env,
+        missing="give --kubeconfig PATH (or set KUBECONFIG) of the cluster the Job runs in",
+    )
 
 
-def _connect(args: argparse.Namespace) -> client.ApiClient:
-    kubeconfig = _kubeconfig(args)
-    t = existing.target(kubeconfig, args.context)  # a wrong context is one line, not a traceback
-    print(f"cluster: {t}, chosen by {'--kubeconfig' if args.kubeconfig else '$KUBECONFIG'}", file=sys.stderr)
+def _connect(cfg: RunConfig) -> client.ApiClient:
+    t = _target(cfg)
+    print(f"cluster: {t}, chosen by {t.chosen_by}", file=sys.stderr)
     existing.reachable(t)
-    return api_client(kubeconfig, args.context)
+    return api_client(t.config_file, t.context)
 
 
 @dataclass
@@ -254,39 +252,40 @@ def _seconds(text: str) -> float:
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
-def cmd_job_status(args: argparse.Namespace) -> int:
-    api = _connect(args)
+def cmd_job_status(cfg: RunConfig) -> int:
+    api = _connect(cfg)
     try:
-        state = job_state(api, args.namespace, args.run_id)
+        state = job_state(api, cfg.options.namespace, cfg.options.run_id)
     finally:
         api.close()
     if state.state == "absent":
-        raise _absent(args.namespace)
-    if args.output == "json":
+        raise _absent(cfg.options.namespace)
+    if cfg.options.output == "json":
         print(json.dumps({**asdict(state), "exit_code": state.code, "line": state.line()}, indent=2))
     else:
         print(state.line())
     return state.code
 
 
-def cmd_job_logs(args: argparse.Namespace) -> int:
-    api = _connect(args)
-    state = JobState(args.namespace, "absent")
+def cmd_job_logs(cfg: RunConfig) -> int:
+    api = _connect(cfg)
+    namespace = cfg.options.namespace
+    state = JobState(namespace, "absent")
     try:
-        state = job_state(api, args.namespace)
+        state = job_state(api, namespace)
         if not state.pod:
-            raise UserError(f"no pod of Job {args.namespace}/{incluster.NAME}; its log is e2e.log in the results "
+            raise UserError(f"no pod of Job {namespace}/{incluster.NAME}; its log is e2e.log in the results "
                             "archive (`lwsc retrieve`)")
         core = client.CoreV1Api(api)
-        kwargs: dict[str, Any] = {"container": "lwsc", "follow": args.follow, "_preload_content": False}
-        if args.tail is not None:
-            kwargs["tail_lines"] = args.tail
-        resp: Any = core.read_namespaced_pod_log(state.pod, args.namespace, **kwargs)
+        kwargs: dict[str, Any] = {"container": "lwsc", "follow": cfg.options.follow, "_preload_content": False}
+        if cfg.options.tail is not None:
+            kwargs["tail_lines"] = cfg.options.tail
+        resp: Any = core.read_namespaced_pod_log(state.pod, cfg.options.namespace, **kwargs)
         for chunk in resp.stream(4096):
             sys.stdout.write(chunk.decode(errors="replace"))
             sys.stdout.flush()
     except ApiException as exc:
-        raise InfraError(f"cannot read the log of pod {args.namespace}/{state.pod}: {exc.reason}") from None
+        raise InfraError(f"cannot read the log of pod {cfg.options.namespace}/{state.pod}: {exc.reason}") from None
     finally:
         api.close()
     return 0
@@ -306,9 +305,9 @@ def _fetch(api: client.ApiClient, namespace: str, index: dict[str, str]) -> byte
         raise InfraError(str(exc)) from None
 
 
-def _retrieve(api: client.ApiClient, args: argparse.Namespace, state: JobState) -> int:
+def _retrieve(api: client.ApiClient, cfg: RunConfig, state: JobState) -> int:
     if state.state == "absent":
-        raise _absent(args.namespace)
+        raise _absent(cfg.options.namespace)
     if state.state == "ended":
         raise InfraError(state.line())
     if state.state != "finished" or state.index is None:
@@ -316,8 +315,8 @@ def _retrieve(api: client.ApiClient, args: argparse.Namespace, state: JobState) 
     if state.index.get("error"):
         tail = state.index.get("log-tail", "").strip().splitlines()[-3:]
         raise InfraError(state.line() + (f"; last log lines: {' | '.join(tail)}" if tail else ""))
-    data = _fetch(api, args.namespace, state.index)
-    out = Path(args.output).expanduser() / f"{state.index['run-id']}.tar.gz"
+    data = _fetch(api, cfg.options.namespace, state.index)
+    out = Path(cfg.options.output).expanduser() / f"{state.index['run-id']}.tar.gz"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(data)
     try:
@@ -330,36 +329,36 @@ def _retrieve(api: client.ApiClient, args: argparse.Namespace, state: JobState) 
     return state.code if result.ok else 3
 
 
-def cmd_retrieve(args: argparse.Namespace) -> int:
+def cmd_retrieve(cfg: RunConfig) -> int:
     """The results archive of the Job's run out of its ConfigMaps (`--wait`: once it finished), verified."""
-    timeout = _seconds(args.timeout)
-    api = _connect(args)
+    timeout = _seconds(cfg.options.timeout)
+    api = _connect(cfg)
     try:
-        if args.wait and not args.run_id:
-            state = _wait(api, args.namespace, timeout, args.interval)
+        if cfg.options.wait and not cfg.options.run_id:
+            state = _wait(api, cfg.options.namespace, timeout, cfg.options.interval)
         else:
-            state = job_state(api, args.namespace, args.run_id)
-        return _retrieve(api, args, state)
+            state = job_state(api, cfg.options.namespace, cfg.options.run_id)
+        return _retrieve(api, cfg, state)
     finally:
         api.close()
 
 
-def cmd_launch(args: argparse.Namespace) -> int:
+def cmd_launch(cfg: RunConfig) -> int:
     """Apply what `lwsc gen` prints (a finished Job of an earlier run is replaced); with --wait,
     follow the run and retrieve its results."""
-    timeout = _seconds(args.timeout)  # checked before the cluster is asked anything
-    api = _connect(args)
+    timeout = _seconds(cfg.options.timeout)  # checked before the cluster is asked anything
+    api = _connect(cfg)
     try:
-        if args.image == DEFAULT_IMAGE:
+        if cfg.options.image == DEFAULT_IMAGE:
             print(f"lwsc: note: image {DEFAULT_IMAGE}: {BUILD_IT}", file=sys.stderr)
-        for doc in incluster.manifests(args.image, args.namespace, _run_args(args)):
+        for doc in incluster.manifests(cfg.options.image, cfg.options.namespace, _run_args(cfg)):
             _apply(api, doc)
             print(f"applied {doc['kind']}/{doc['metadata']['name']}", file=sys.stderr)
-        if not args.wait:
+        if not cfg.options.wait:
             print(f"started; follow it with `lwsc job-status`, `lwsc job-logs -f`, `lwsc retrieve --wait` "
-                  f"(namespace {args.namespace})", file=sys.stderr)
+                  f"(namespace {cfg.options.namespace})", file=sys.stderr)
             return 0
-        return _retrieve(api, args, _wait(api, args.namespace, timeout, args.interval))
+        return _retrieve(api, cfg, _wait(api, cfg.options.namespace, timeout, cfg.options.interval))
     finally:
         api.close()
 
@@ -431,14 +430,14 @@ def _installed(api: client.ApiClient, namespace: str) -> list[tuple[Any, dict[st
     return found
 
 
-def cmd_delete(args: argparse.Namespace) -> int:
+def cmd_delete(cfg: RunConfig) -> int:
     """Delete what `gen`/`launch` installed and wait until every piece is gone (exit 3 if not by --timeout)."""
-    timeout = _seconds(args.timeout)
-    api = _connect(args)
+    timeout = _seconds(cfg.options.timeout)
+    api = _connect(cfg)
     try:
-        found = _installed(api, args.namespace)
+        found = _installed(api, cfg.options.namespace)
         if not found:
-            print(f"nothing of the in-cluster runner (namespace {args.namespace}) is installed", file=sys.stderr)
+            print(f"nothing of the in-cluster runner (namespace {cfg.options.namespace}) is installed", file=sys.stderr)
             return 0
         started = time.monotonic()
         for resource, obj in found:
@@ -510,19 +509,22 @@ def publish_index(reports: Path, exit_code: int) -> tuple[str, bytes | None, dic
     return run_id, None, index
 
 
-def cmd_publish(args: argparse.Namespace) -> int:
+def cmd_publish(cfg: RunConfig) -> int:
     """Store the newest run's archive as ConfigMaps of the pod's namespace (the Job's last step)."""
-    reports = Path(args.reports).expanduser()
-    namespace = args.namespace or incluster.pod_namespace() or incluster.NAMESPACE
-    if args.kubeconfig:
-        kubeconfig = _kubeconfig(args)
+    reports = cfg.reports or Path(incluster.RESULTS)
+    namespace = cfg.options.namespace or incluster.pod_namespace() or incluster.NAMESPACE
+    context: str | None
+    if cfg.kubeconfig:
+        t = _target(cfg)
+        kubeconfig, context = t.config_file, t.context
     else:
+        context = cfg.context
         try:
-            kubeconfig = incluster.kubeconfig_from_pod(state_root() / "existing" / "publish.kubeconfig")
+            kubeconfig = str(incluster.kubeconfig_from_pod(state_root() / "existing" / "publish.kubeconfig"))
         except ValueError as exc:
             raise UserError(str(exc)) from None
-    run_id, data, index = publish_index(reports, args.exit_code)
-    api = api_client(kubeconfig, args.context)
+    run_id, data, index = publish_index(reports, cfg.options.exit_code)
+    api = api_client(kubeconfig, context)
     core = client.CoreV1Api(api)
     docs = incluster.results_configmaps(run_id, data, index, namespace)
     try:
@@ -540,12 +542,12 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_images(args: argparse.Namespace) -> int:
+def cmd_images(cfg: RunConfig) -> int:
     """The images the suites' pods name (with the profile's images.registry applied) and the harness image."""
-    registry = str((args.config.raw.get("images") or {}).get("registry") or "")
+    registry = str((cfg.profile.raw.get("images") or {}).get("registry") or "")
     rows = [(name, images.ref(name, registry), use) for name, (_ref, use) in images.IMAGES.items()]
     rows.append(("harness", DEFAULT_IMAGE, "the in-cluster runner: built with scripts/build-image (not published)"))
-    if args.output == "json":
+    if cfg.options.output == "json":
         print(json.dumps([{"name": n, "image": i, "used_by": u} for n, i, u in rows], indent=2))
     else:
         for name, image, use in rows:

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from .errors import UserError
 from .report import recorded, render
+from .runconfig import RunConfig
 
-Handler = Callable[[argparse.Namespace], int]
+Handler = Callable[[RunConfig], int]
 RAW = argparse.RawDescriptionHelpFormatter
 
 
@@ -29,31 +30,32 @@ def _load(path_text: str, flag: str = "") -> recorded.Recorded:
         raise UserError(f"{flag + ' ' if flag else ''}{exc}") from None
 
 
-def cmd_results(args: argparse.Namespace) -> int:
+def cmd_results(cfg: RunConfig) -> int:
     """Print the run's conclusion and what did not pass; exit with the run's conclusion code."""
-    rec = _load(args.source)
-    sys.stdout.write(recorded.text(rec, detailed=args.mode == "detailed"))
+    rec = _load(cfg.options.source)
+    sys.stdout.write(recorded.text(rec, detailed=cfg.options.mode == "detailed"))
     return int((rec.summary.get("conclusion") or {}).get("code", 3))
 
 
-def report_archive(args: argparse.Namespace, tools_dir: Path | None) -> int:
+def report_archive(cfg: RunConfig, tools_dir: Path | None) -> int:
     """`lwsc report ARCHIVE`: the archive's run directory written to --out (default
     <reports>/<run-id>, which must not exist yet) and re-rendered there; exits with its conclusion."""
-    rec = _load(args.run_dir)
+    source = cfg.options.run_dir
+    rec = _load(source)
     if not rec.files:
-        raise UserError(f"{args.run_dir} is not a tarball; give a run directory or a .tar.gz")
+        raise UserError(f"{source} is not a tarball; give a run directory or a .tar.gz")
     if rec.results is None:
         raise UserError(f"{rec.source} has no {recorded.RESULTS}; it cannot be re-rendered (`lwsc results` reads it)")
     if rec.verified and not rec.verified.startswith("ok"):
-        raise UserError(f"{args.run_dir} {rec.verified}; `lwsc verify {args.run_dir}` lists what differs")
-    out = Path(args.out or Path(args.reports) / (rec.run_id or "archived")).expanduser().resolve()
+        raise UserError(f"{source} {rec.verified}; `lwsc verify {source}` lists what differs")
+    out = Path(cfg.options.out or Path(cfg.reports or ".") / (rec.run_id or "archived")).expanduser().resolve()
     if out.exists():
         raise UserError(f"{out} already exists; give --out DIR (a new directory) to re-render the archive into")
     try:
         for rel, data in rec.files.items():
             target = out / rel
             if out not in target.resolve().parents:  # no member writes outside the new directory
-                raise UserError(f"{args.run_dir}: unsafe member path {rel!r}; not a results archive")
+                raise UserError(f"{source}: unsafe member path {rel!r}; not a results archive")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         doc = render.render(out, tools_dir)
@@ -64,21 +66,21 @@ def report_archive(args: argparse.Namespace, tools_dir: Path | None) -> int:
     return int(doc.get("conclusion", {}).get("code", 3))
 
 
-def apply_rerun(args: argparse.Namespace) -> None:
-    """`run --rerun-failed SOURCE`: --focus becomes the ids of the requirements that did not pass
-    there (requirement ids are test keywords). One line, exit 2, when it cannot be used."""
-    source = getattr(args, "rerun_failed", None)
+def rerun_focus(source: str | None, chosen_otherwise: object) -> str | None:
+    """`run --rerun-failed SOURCE`: the --focus of the ids of the requirements that did not pass
+    there (requirement ids are test keywords), or None without SOURCE. One line, exit 2, when it
+    cannot be used (also when `chosen_otherwise`: --focus/--skip/--certify/--shard were given)."""
     if not source:
-        return
-    if args.focus or args.skip or args.certify or args.shard:
+        return None
+    if chosen_otherwise:
         raise UserError("--rerun-failed chooses the tests itself: drop --focus/--skip/--certify/--shard")
     rec = _load(source, "--rerun-failed")
     ids = [r["id"] for r in recorded.not_passed(rec.summary)]
     if not ids:
         raise UserError(f"--rerun-failed: every requirement of run {rec.run_id} that ran passed; nothing to re-run")
-    args.focus = " or ".join(ids)
     print(f"lwsc: re-running the tests of {len(ids)} requirement(s) that did not pass in run {rec.run_id}: "
           f"{', '.join(ids)}", file=sys.stderr)
+    return " or ".join(ids)
 
 
 def add_rerun_arg(run: argparse.ArgumentParser) -> None:

@@ -30,7 +30,7 @@ from .errors import LwscError, UserError
 from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
 from .k8s.wait import SCALE_ENV
-from .profile import Profile, load_profile
+from .profile import Profile
 from .providers import existing
 from .providers.base import ClusterHandle
 from .providers.components import state_root
@@ -38,6 +38,7 @@ from .providers.health import dead_components
 from .providers.local import LocalCluster, claimed_cluster
 from .report import evidence, render, run_timeline, summary
 from .scenario import Scenario
+from .session_profile import RESOLVED_OPTION, WORKER_KEY, run_profile
 from .toolchain import cache as bincache
 from .toolchain import missing as binaries_missing
 from .toolchain.gobuild import NO_BUILD_ENV
@@ -73,6 +74,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     g.addoption("--lwsc-profile", default=os.environ.get("LWSC_PROFILE", "default"), help="profile name or path")
     g.addoption("--lwsc-set", action="append", default=[], help="profile override key=value")
+    g.addoption(
+        RESOLVED_OPTION,
+        metavar="FILE",
+        help="the run's profile as `lwsc` resolved it (profile.resolved.yaml); --lwsc-profile/--lwsc-set are not read",
+    )
     g.addoption("--lwsc-run-id", help="run id (namespaces and reports are named from it)")
     g.addoption("--lwsc-keep", action="store_true", help="leave an on-demand local cluster up")
     g.addoption(
@@ -112,15 +118,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-_PROFILE = pytest.StashKey[Profile]()
 _NO_BUILD_SET = pytest.StashKey[bool]()
-
-
-def run_profile(config: pytest.Config) -> Profile:
-    """The run's profile (--lwsc-profile merged with --lwsc-set), loaded once per process."""
-    if _PROFILE not in config.stash:
-        config.stash[_PROFILE] = load_profile(config.getoption("--lwsc-profile"), config.getoption("--lwsc-set"))
-    return config.stash[_PROFILE]
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -208,6 +206,8 @@ class _XdistHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["lwsc_run_id"] = node.config._lwsc_run_id
+        with contextlib.suppress(LwscError):  # a bad profile: each worker's fixture reports it
+            node.workerinput[WORKER_KEY] = run_profile(node.config).resolved()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -263,11 +263,11 @@ def lwsc_cluster(
         profile = run_profile(request.config)
         if opt("--lwsc-handle"):
             return ClusterHandle.from_json(Path(opt("--lwsc-handle")).read_text())
-        if opt("--lwsc-kubeconfig"):
-            kubeconfig = Path(opt("--lwsc-kubeconfig"))
-            if opt("--lwsc-context"):
-                out = tmp_path_factory.mktemp("lwsc-existing") / "kubeconfig"
-                kubeconfig = existing.pin_context(kubeconfig, opt("--lwsc-context"), out)
+        if opt("--lwsc-kubeconfig"):  # the harness's one rule; never $KUBECONFIG here (not asked for)
+            t = existing.resolve(opt("--lwsc-kubeconfig"), opt("--lwsc-context"), given_by="--lwsc-kubeconfig")
+            kubeconfig = t.kubeconfig
+            if not t.as_is:  # --lwsc-context: suites get a copy with that context pinned
+                kubeconfig = existing.pin(t, tmp_path_factory.mktemp("lwsc-existing") / "kubeconfig")
             adopted, report = existing.adopt(kubeconfig, profile)
             if report.failed:
                 first = next(c for c in report.checks if c.status == "fail")
@@ -542,10 +542,9 @@ _STARTED: dict[str, str] = {}
 def _private(config: pytest.Config, name: str, own: Sequence[str] = ()) -> Iterator[LocalCluster]:
     """A private local cluster named `name` (`private-<run>-…`, so `down_private` finds what an
     interrupted run left), with the run's profile plus the `own` KEY=VALUE settings."""
-    opt = config.getoption
 
     def profile_at(port: int) -> Profile:
-        return load_profile(opt("--lwsc-profile"), [*opt("--lwsc-set"), *own, f"network.base_port={port}"]).private()
+        return run_profile(config).with_overrides([*own, f"network.base_port={port}"]).private()
 
     def progress(msg: str) -> None:
         print(f"[lwsc private] {msg}", file=sys.stderr, flush=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .profile import Profile, load_profile
+from .profile import Profile
 from .selection import Selection
 from .toolchain import ensure_binaries, resolve, unbuilt
 
@@ -24,14 +24,15 @@ class Need:
     profile: Profile
 
 
-def needs(profile_name: str, sets: list[str], under_test: Profile, provider: str, sel: Selection) -> list[Need]:
-    """The local binaries of: the cluster under test (local provider), the private clusters and
-    the upgrade start versions of the selection (none on kind: those tests do not run there)."""
+def needs(under_test: Profile, provider: str, sel: Selection) -> list[Need]:
+    """The local binaries of: the cluster under test (local provider), the private clusters (the
+    run's profile with their settings) and the upgrade start versions of the selection (none on
+    kind: those tests do not run there)."""
     out = [Need("the cluster under test", under_test)] if provider == "local" else []
     if provider == "kind":
         return out
     for settings in sel.private:
-        profile = load_profile(profile_name, [*sets, *settings]).private()
+        profile = under_test.with_overrides(settings).private()
         out.append(Need("private clusters" + (f" with {', '.join(settings)}" if settings else ""), profile))
     for component, version in sel.upgrade_starts:
         out.append(Need(f"the upgrade start {component} {version}", under_test.upgrade_start(component, version)))

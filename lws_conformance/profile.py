@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,8 @@ BINARIES = (
     "kueue",
 )
 PROVIDERS = ("local", "kind", "existing")
+RESOLVED_FILE = "profile.resolved.yaml"  # the run's profile as `lwsc` resolved it, beside the run's reports
+LOADS_ENV = "LWSC_PROFILE_LOADS"  # a file each profile load appends one line to (`pid kind what`): counts loads
 VERSION = re.compile(r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.@-]+)?$")  # v1.2.3, or v0.10.0+main@060ab4d
 
 
@@ -68,7 +72,8 @@ class Topology:
 
 @dataclass(frozen=True)
 class Profile:
-    """A fully merged, validated profile. Built only through `load_profile`."""
+    """A fully merged, validated profile: built by `load_profile` (from its sources and --set),
+    read back from the file `write_resolved` wrote, or derived from one (`with_overrides`)."""
 
     name: str
     versions: dict[str, str]
@@ -92,6 +97,47 @@ class Profile:
     # build.go_replace.<component>: module -> version or absolute directory, a go.mod replace line
     # each in that component's build (a dependency the module proxy does not serve)
     go_replace: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    explicit: frozenset[str] = frozenset()  # components whose version was set explicitly (profile or --set)
+
+    def with_overrides(self, settings: Sequence[str]) -> Profile:
+        """This profile with KEY=VALUE `settings` applied as --set applies them (a private
+        cluster's settings, its `network.base_port`), validated as `load_profile` validates; what
+        the settings leave alone (a source tree, a go_replace target) is not resolved again."""
+        if not settings:
+            return self
+        data = copy.deepcopy(self.raw)
+        explicit = set(self.explicit)
+        for assignment in settings:
+            _apply_set(data, assignment)
+            if assignment.startswith("versions."):
+                explicit.add(assignment.partition("=")[0].strip().removeprefix("versions."))
+        _check_keys(data, _read("default"), "")
+        try:
+            return _build(self.name, data, explicit, known=self)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"profile '{self.name}' with {' '.join(settings)}: {exc}") from None
+
+    def resolved(self) -> dict[str, Any]:
+        """Everything this profile is, as plain data (`from_resolved` builds it back)."""
+        return {
+            "name": self.name,
+            "raw": self.raw,
+            "explicit": sorted(self.explicit),
+            "resolved": {
+                "versions": dict(self.versions),
+                "sources": dict(self.sources),
+                "go_replace": {c: dict(r) for c, r in self.go_replace.items()},
+            },
+        }
+
+    def write_resolved(self, path: Path) -> Path:
+        """The profile as resolved here, for another process (`read_resolved`)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            "# the profile of this run as lwsc resolved it (--profile merged with --set, sources resolved)\n"
+            + yaml.safe_dump(self.resolved(), sort_keys=False)
+        )
+        return path
 
     def private(self) -> Profile:
         """This profile as the private clusters run it: their nodes go NotReady after
@@ -190,8 +236,37 @@ def port_given(profile: Profile, overrides: list[str]) -> bool:
     return any(kv.strip().startswith("network.base_port=") for kv in overrides) or profile.base_port != default
 
 
+def _count(kind: str, what: str) -> None:
+    """One line per profile load in the file $LWSC_PROFILE_LOADS names (unset: nothing)."""
+    record = os.environ.get(LOADS_ENV)
+    if record:
+        with open(record, "a") as fh:
+            fh.write(f"{os.getpid()} {kind} {what}\n")
+
+
+def from_resolved(doc: dict[str, Any]) -> Profile:
+    """The profile `Profile.resolved` describes, validated again, nothing resolved again."""
+    try:
+        return _build(str(doc["name"]), doc["raw"], set(doc.get("explicit") or ()), resolved=doc["resolved"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UserError(f"resolved profile of profile {doc.get('name')!r} is not usable: {exc}") from None
+
+
+def read_resolved(path: Path) -> Profile:
+    """The profile `Profile.write_resolved` wrote to `path` (a run's profile.resolved.yaml)."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"cannot read the resolved profile {path}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(doc, dict):
+        raise UserError(f"{path} is not a resolved profile (written by `lwsc run`)")
+    _count("read", str(path))
+    return from_resolved(doc)
+
+
 def load_profile(name: str = "default", overrides: list[str] | None = None) -> Profile:
     """Load, merge and validate a profile; every problem is a one-line `UserError`."""
+    _count("resolve", " ".join([name, *(overrides or [])]))
     schema = _read("default")
     data = _merge(schema, _read(name)) if name != "default" else copy.deepcopy(schema)
     explicit = set(_read(name).get("versions") or {}) if name != "default" else set()
@@ -260,14 +335,29 @@ def _positive(data: dict[str, Any], key: str) -> int:
     return value
 
 
-def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) -> Profile:
+def _build(
+    name: str,
+    data: dict[str, Any],
+    explicit: set[str] | None = None,
+    *,
+    known: Profile | None = None,
+    resolved: dict[str, Any] | None = None,
+) -> Profile:
+    """The profile of merged `data`. Sources and go_replace targets are resolved here, except
+    those `resolved` gives (read back from a resolved profile) or `known` resolved already from the
+    same declaration (a profile derived from it)."""
     versions = {k: str(v) for k, v in data["versions"].items()}
     for comp, ver in versions.items():
         if not VERSION.match(ver):
             raise ValueError(f"versions.{comp}={ver!r} is not a version like v1.2.3")
     sources = {k: (str(v) if v else None) for k, v in data["sources"].items()}
     for comp, spec in sources.items():
-        if spec:  # a git DIR@REF or a checkout: build that tree, report its real version
+        if resolved is not None:
+            sources[comp] = resolved["sources"].get(comp)
+            versions[comp] = str(resolved["versions"].get(comp, versions[comp]))
+        elif spec and known is not None and _same(known.raw, data, comp):  # resolved already
+            sources[comp], versions[comp] = known.sources[comp], known.versions[comp]
+        elif spec:  # a git DIR@REF or a checkout: build that tree, report its real version
             found = resolve_source(comp, spec, versions[comp], comp in (explicit or set()))
             sources[comp], versions[comp] = str(found.path), found.version
     for kind in ("binaries",):
@@ -328,5 +418,22 @@ def _build(name: str, data: dict[str, Any], explicit: set[str] | None = None) ->
         kueue_manage_unlabelled=manage,
         kueue_pods_ready=pods_ready,
         kueue_feature_gates=_feature_gates(data["kueue"]),
-        go_replace=_go_replace(data.get("build") or {}),
+        go_replace=_go_replace_of(data, known, resolved),
+        explicit=frozenset(explicit or ()),
     )
+
+
+def _same(before: dict[str, Any], after: dict[str, Any], comp: str) -> bool:
+    """Does `comp` have the same declared version and source in both merged profiles?"""
+    return all((before.get(k) or {}).get(comp) == (after.get(k) or {}).get(comp) for k in ("versions", "sources"))
+
+
+def _go_replace_of(
+    data: dict[str, Any], known: Profile | None, resolved: dict[str, Any] | None
+) -> dict[str, dict[str, str]]:
+    if resolved is not None:
+        return {str(c): {str(m): str(t) for m, t in r.items()} for c, r in (resolved.get("go_replace") or {}).items()}
+    declared = (data.get("build") or {}).get("go_replace")
+    if known is not None and declared == (known.raw.get("build") or {}).get("go_replace"):
+        return {c: dict(r) for c, r in known.go_replace.items()}
+    return _go_replace(data.get("build") or {})

@@ -9,8 +9,8 @@ $KUBECONFIG cluster instead.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from .errors import UserError
 from .profile import Profile
@@ -39,10 +39,11 @@ class Choice:
     def line(self) -> str:
         text = f"cluster: {self.describe()}, chosen by {self.why}"
         if self.unused_kubeconfig:
-            text += (
-                f"; $KUBECONFIG ({self.unused_kubeconfig}) is not used: to test that cluster, add "
-                '--kubeconfig "$KUBECONFIG" (or --provider existing)'
+            how = (
+                "--provider existing" if os.pathsep in self.unused_kubeconfig  # a list: merged, not one file
+                else '--kubeconfig "$KUBECONFIG" (or --provider existing)'
             )
+            text += f"; $KUBECONFIG ({self.unused_kubeconfig}) is not used: to test that cluster, add {how}"
         return text
 
 
@@ -58,13 +59,13 @@ def resolve(
     kubeconfig_env: str | None,
 ) -> Choice:
     """The cluster of this invocation; every mistake is a one-line `UserError`. `kubeconfig_from`:
-    what gave `kubeconfig` (--kubeconfig, $KUBECONFIG, --in-cluster)."""
-    if kubeconfig:
-        path = Path(kubeconfig).expanduser()
-        if not path.is_file():
-            raise UserError(f"kubeconfig {path} ({kubeconfig_from}) does not exist; pass --kubeconfig PATH")
-        why = "$KUBECONFIG with --provider existing" if kubeconfig_from == "$KUBECONFIG" else kubeconfig_from
-        return Choice("existing", why, name, target=existing.target(path, context))
+    what gave `kubeconfig` (--kubeconfig, --in-cluster). An existing cluster is chosen by
+    `existing.resolve`: `kubeconfig`, else with --provider existing every entry of $KUBECONFIG."""
+    if kubeconfig or (provider_flag == "existing" and kubeconfig_env):
+        env = kubeconfig_env if provider_flag == "existing" else None
+        t = existing.resolve(kubeconfig, context, env=env, given_by=kubeconfig_from)
+        why = "$KUBECONFIG with --provider existing" if t.chosen_by == "$KUBECONFIG" else t.chosen_by
+        return Choice("existing", why, name, target=t)
     provider = provider_flag or profile.provider
     if provider == "existing":
         raise UserError(existing.NEEDS_KUBECONFIG)

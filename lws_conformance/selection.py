@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import resources
 from .errors import InfraError, UserError
+from .profile import RESOLVED_FILE, Profile
 
 COLLECT_TIMEOUT_S = 300  # collecting every suite takes 2-5 s on an idle 2-core machine
 
@@ -51,15 +52,17 @@ def keyword_args(focus: str | None, skip: str | None) -> list[str]:
     return ["-k", " and ".join(parts)] if parts else []
 
 
-def collect(keywords: list[str], profile: str, sets: list[str], shard: str | None = None) -> Selection:
-    """The selected tests (of shard `shard`, K/N, when given) and what they need."""
+def collect(keywords: list[str], profile: Profile, shard: str | None = None) -> Selection:
+    """The selected tests (of shard `shard`, K/N, when given) and what they need, collected with
+    the run's resolved `profile` (its upgrade start versions parametrize tests)."""
     with tempfile.TemporaryDirectory(prefix="lwsc-selection-") as tmp:
         out = Path(tmp) / "selection.json"
+        resolved = profile.write_resolved(Path(tmp) / RESOLVED_FILE)
         cmd = [sys.executable, "-m", "pytest", str(resources.suites()), "--collect-only", "-q"]
-        cmd += ["-p", "no:cacheprovider", *keywords, f"--lwsc-profile={profile}", *(f"--lwsc-set={kv}" for kv in sets)]
+        cmd += ["-p", "no:cacheprovider", *keywords, f"--lwsc-resolved-profile={resolved}"]
         cmd += [*([f"--lwsc-shard={shard}"] if shard else []), f"--lwsc-selection-out={out}"]
         proc = collect_only(cmd)
-        if proc.returncode == 5 and shard and collect(keywords, profile, sets).tests:
+        if proc.returncode == 5 and shard and collect(keywords, profile).tests:
             raise UserError(f"shard {shard} of this selection holds no test; use fewer shards (--shard K/N)")
         if proc.returncode == 5:
             expression = f" (-k {keywords[-1]!r})" if keywords else ""

@@ -55,7 +55,7 @@ from .observe import (
     saved,
     sources,
 )
-from .plugin import run_profile, skip_private_on_kind
+from .plugin import skip_private_on_kind
 from .profile import Topology
 from .providers.base import ClusterHandle
 from .providers.kind import CHAOS_TOLERATION
@@ -63,6 +63,7 @@ from .providers.local import LocalCluster
 from .providers.nodes import POOL_LABEL, node_manifest
 from .providers.process import alive as process_alive
 from .scenario import LWS_API, LWS_GROUP, LWS_PLURAL, LWS_VERSION, NEEDS_KIND, NEEDS_KUBELET, Scenario
+from .session_profile import run_profile
 
 
 def scaled_seconds(seconds: float) -> float:

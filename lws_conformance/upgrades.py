@@ -11,14 +11,14 @@ from contextlib import contextmanager
 
 import pytest
 
-from .profile import Profile, load_profile
+from .profile import Profile
 from .providers.local import LocalCluster, claimed_cluster
+from .session_profile import run_profile
 
 
 def target(config: pytest.Config, port: int | None = None) -> Profile:
     """The profile under test (what the upgrade goes to), optionally on `port`."""
-    extra = [f"network.base_port={port}"] if port else []
-    return load_profile(config.getoption("--lwsc-profile"), [*config.getoption("--lwsc-set"), *extra])
+    return run_profile(config).with_overrides([f"network.base_port={port}"] if port else [])
 
 
 def parametrize_starts(metafunc: pytest.Metafunc, component: str) -> None:

@@ -16,6 +16,7 @@ from chaoslib.experiment import run_experiment
 
 from lws_conformance.chaos import actions, probes, runner, safety
 from lws_conformance.k8s.objects import RUN_LABEL
+from lws_conformance.profile import RESOLVED_FILE, load_profile
 from lws_conformance.providers.nodes import MANAGED_LABEL
 
 Obj = dict[str, Any]
@@ -142,18 +143,23 @@ def test_node_faults_refuse_the_shared_cluster(fake: Any) -> None:
 
 def test_process_faults_only_on_private_or_named_clusters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LWSC_STATE_DIR", str(tmp_path))
+    recorded = load_profile("default", ["network.base_port=19000", "timeouts.ready_seconds=77"])
     for name in ("default", "private-r1-gw0", "mine"):
         (tmp_path / name / "pids").mkdir(parents=True)
         (tmp_path / name / "kubeconfig").write_text(
             "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:19002'}}]\n"
         )
+        recorded.write_resolved(tmp_path / name / RESOLVED_FILE)  # what `up` leaves in its state
     with pytest.raises(safety.ChaosRefused, match="'default'"):
         safety.local_cluster(tmp_path / "default" / "kubeconfig")
     with pytest.raises(safety.ChaosRefused, match="'mine'"):
         safety.local_cluster(tmp_path / "mine" / "kubeconfig", disposable="other")
     assert safety.local_cluster(tmp_path / "mine" / "kubeconfig", disposable="mine").name == "mine"
     private = safety.local_cluster(tmp_path / "private-r1-gw0" / "kubeconfig")
-    assert private.profile.base_port == 19000
+    assert private.profile.base_port == 19000 and private.profile.ready_seconds == 77  # the cluster's own profile
+    (tmp_path / "mine" / RESOLVED_FILE).unlink()  # brought up by an older harness: no profile to restart it with
+    with pytest.raises(safety.ChaosRefused, match="records no profile"):
+        safety.local_cluster(tmp_path / "mine" / "kubeconfig", disposable="mine")
     with pytest.raises(safety.ChaosRefused, match="no pid record"):
         safety.check_component(private, "lws")  # the harness never started it there
     with pytest.raises(safety.ChaosRefused, match="unknown component"):

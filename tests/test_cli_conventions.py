@@ -29,11 +29,34 @@ def test_global_flags_after_the_subcommand() -> None:
         _args(["run", "--provider", "nope"])  # choices still checked after the subcommand
 
 
-def test_kubeconfig_env_is_honoured_for_the_existing_provider(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KUBECONFIG", f"/tmp/a.kubeconfig{os.pathsep}/tmp/b.kubeconfig")
-    assert _args(["--provider", "existing", "run"]).kubeconfig == "/tmp/a.kubeconfig"  # type: ignore[attr-defined]
-    assert _args(["run", "--kubeconfig", "/x"]).kubeconfig == "/x"  # type: ignore[attr-defined]
-    assert _args(["run"]).kubeconfig is None  # type: ignore[attr-defined]  # local stays local
+def _kubeconfig(path: Path, context: str, server: str, current: bool = True) -> Path:
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n" + (f"current-context: {context}\n" if current else "")
+        + f"clusters: [{{name: {context}-c, cluster: {{server: '{server}'}}}}]\n"
+        f"contexts: [{{name: {context}, context: {{cluster: {context}-c, user: {context}-u}}}}]\n"
+        f"users: [{{name: {context}-u, user: {{token: t}}}}]\n"
+    )
+    return path
+
+
+def test_kubeconfig_env_is_honoured_for_the_existing_provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every $KUBECONFIG entry is merged as kubectl merges them (the first current-context wins);
+    an entry that does not exist is skipped; a harness cluster stays the harness's."""
+    a = _kubeconfig(tmp_path / "a", "a-ctx", "https://a.example:6443")
+    b = _kubeconfig(tmp_path / "b", "b-ctx", "https://b.example:6443")
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(a), str(tmp_path / "gone"), str(b)]))
+
+    def choice(argv: list[str]) -> object:
+        return cli._choice(cli.resolve(_args(argv)))  # type: ignore[arg-type]
+
+    merged = choice(["--provider", "existing", "run"]).target  # type: ignore[attr-defined]
+    assert (merged.files, merged.context, merged.server) == ((a, b), "a-ctx", "https://a.example:6443")
+    only_b = choice(["--provider", "existing", "run", "--context", "b-ctx"])
+    assert only_b.target.server == "https://b.example:6443"  # type: ignore[attr-defined]
+    assert only_b.why == "$KUBECONFIG with --provider existing"  # type: ignore[attr-defined]
+    given = choice(["run", "--kubeconfig", str(b)]).target  # type: ignore[attr-defined]
+    assert (given.files, given.chosen_by) == ((b,), "--kubeconfig")
+    assert choice(["run"]).provider == "local"  # type: ignore[attr-defined]  # local stays local
 
 
 def test_focus_selecting_nothing_is_exit_2_before_any_cluster(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lws_conformance import cli
+from lws_conformance.providers import existing
 
 
 class _Tty(io.StringIO):
@@ -32,7 +33,7 @@ def one_node_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     """`lwsc discover` against a cluster of one node, without an API server."""
     node = {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
             "status": {"capacity": {"cpu": "8"}, "allocatable": {"cpu": "8"}}}
-    monkeypatch.setattr(cli, "_api_for", lambda args: (Path("/k"), None, {}))
+    monkeypatch.setattr(cli, "_api_for", lambda cfg: (existing.Target(Path("/k"), "c", "https://k"), {}))
     monkeypatch.setattr(cli, "api_client", lambda *a: types.SimpleNamespace(close=lambda: None))
     monkeypatch.setattr(cli.client, "CoreV1Api", lambda api: types.SimpleNamespace(
         list_node=lambda: types.SimpleNamespace(items=[node])))
@@ -42,8 +43,7 @@ def one_node_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("one_node_cluster")
 def test_discover_output_json_prints_the_proposal_as_json(capsys: pytest.CaptureFixture[str]) -> None:
-    args = cli.parser().parse_args(["discover", "--output", "json"])
-    assert cli.cmd_discover(args) == 0
+    assert cli.cmd_discover(cli.resolve(cli.parser().parse_args(["discover", "--output", "json"]))) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["nodes_seen"] == 1 and isinstance(doc["profile"], dict)
 
@@ -53,7 +53,7 @@ def test_discover_output_yaml_prints_to_stdout_and_writes_no_file_named_yaml(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert cli.cmd_discover(cli.parser().parse_args(["discover", "-o", "yaml"])) == 0
+    assert cli.cmd_discover(cli.resolve(cli.parser().parse_args(["discover", "-o", "yaml"]))) == 0
     assert "topology:" in capsys.readouterr().out and not (tmp_path / "yaml").exists()
 
 

@@ -6,6 +6,7 @@ on 127.0.0.1 answer each way; nothing is written or left running."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import ssl
 import threading
@@ -33,10 +34,13 @@ class Stub:
     def __init__(self, status: int, tls: pki.Pki | None = None, version_ok: bool = False) -> None:
         seen: list[str] = []
         self.seen = seen
+        auths: list[str | None] = []
+        self.auths = auths  # each request's Authorization header
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 seen.append(self.requestline)
+                auths.append(self.headers.get("Authorization"))
                 code = 200 if version_ok and self.path.startswith("/version") else status
                 body = json.dumps(VERSION if code == 200 else {"kind": "Status", "code": code}).encode()
                 self.send_response(code)
@@ -185,3 +189,50 @@ def test_a_refusal_after_the_check_is_one_line_too(tmp_path: Path, lwsc: object)
         _one_line(code, err, "forbids this user (403", "midway", "refresh the credentials")
     finally:
         stub.close()
+
+
+EXEC_API = "client.authentication.k8s.io/v1beta1"
+EXEC_PLUGIN = f"""#!/bin/sh
+echo '{{"apiVersion": "{EXEC_API}", "kind": "ExecCredential", "status": {{"token": "from-exec"}}}}'
+"""
+
+
+def _listed(tmp_path: Path, name: str, server: str, user: str, current: bool) -> Path:
+    kc = tmp_path / f"{name}.kubeconfig"
+    kc.write_text(
+        "apiVersion: v1\nkind: Config\n" + (f"current-context: {name}-ctx\n" if current else "")
+        + f"clusters: [{{name: {name}-c, cluster: {{server: '{server}'}}}}]\n"
+        f"contexts: [{{name: {name}-ctx, context: {{cluster: {name}-c, user: {name}-u}}}}]\n"
+        f"users: [{{name: {name}-u, user: {user}}}]\n"
+    )
+    return kc
+
+
+def test_a_kubeconfig_list_is_merged_as_kubectl_merges_it(
+    tmp_path: Path, lwsc: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KUBECONFIG=a:b: `lwsc preflight` uses the context only b defines (b's current-context: a
+    sets none), with the credentials of b's exec plugin; a's server is never asked. With a
+    current-context in a, --context picks b's all the same."""
+    plugin = tmp_path / "credential-plugin"
+    plugin.write_text(EXEC_PLUGIN)
+    plugin.chmod(0o755)
+    exec_user = f"{{exec: {{apiVersion: {EXEC_API}, command: '{plugin}', interactiveMode: Never}}}}"
+    used, unused = Stub(404, version_ok=True), Stub(200)
+    try:
+        a = _listed(tmp_path, "a", unused.url, "{token: a-token}", current=False)
+        b = _listed(tmp_path, "b", used.url, exec_user, current=True)
+        monkeypatch.setenv("KUBECONFIG", f"{a}{os.pathsep}{b}")
+        code, err = lwsc("preflight")  # type: ignore[operator]
+        said = f"cluster: {used.url} (context b-ctx, kubeconfig {a}{os.pathsep}{b}), chosen by $KUBECONFIG"
+        assert said in err[0], err
+        assert used.seen and set(used.auths) == {"Bearer from-exec"} and not unused.seen, (used.auths, unused.seen)
+        assert code == 3 and "404 Not Found midway" in err[-1], err  # the stub is no whole cluster
+        _listed(tmp_path, "a", unused.url, "{token: a-token}", current=True)
+        code, err = lwsc("preflight", "--context", "b-ctx")  # type: ignore[operator]
+        assert f"cluster: {used.url} (context b-ctx" in err[0] and not unused.seen, err
+        code, err = lwsc("preflight", "--context", "c-ctx")  # type: ignore[operator]
+        _one_line(code, err, "context 'c-ctx' not in", "a-ctx, b-ctx")
+    finally:
+        used.close()
+        unused.close()

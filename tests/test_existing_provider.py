@@ -168,7 +168,9 @@ def test_adopted_cluster_lifecycle_leaves_no_credentials_copy(
     monkeypatch.setattr(existing, "release_run", lambda kc, run_id: seen.setdefault("released", (kc, run_id)) and [])
     out, pinned = tmp_path / "run", tmp_path / "state" / "run.kubeconfig"
     out.mkdir()
-    target = existing.ExistingCluster(_two_context_kubeconfig(tmp_path), "b", load_profile(), out, pinned=pinned)
+    target = existing.ExistingCluster(
+        existing.target(_two_context_kubeconfig(tmp_path), "b"), load_profile(), out, pinned=pinned
+    )
     assert not target.creates and target.running()
     if preflight_fails:
         with pytest.raises(UserError, match="preflight failed"):

@@ -6,7 +6,6 @@ tests/e2e/test_incluster_rbac.py)."""
 
 from __future__ import annotations
 
-import argparse
 import base64
 import os
 import re
@@ -106,11 +105,10 @@ def test_kubeconfig_from_pod_uses_the_service_account(tmp_path: Path) -> None:
 
 
 def test_run_in_cluster_outside_a_pod_is_a_user_error() -> None:
-    args = argparse.Namespace(in_cluster=True, kubeconfig=None)
     with pytest.raises(UserError, match="not running in a pod"):
-        cli_incluster.apply_in_cluster(args)
+        cli_incluster.in_cluster_kubeconfig(None)
     with pytest.raises(UserError, match="not both"):
-        cli_incluster.apply_in_cluster(argparse.Namespace(in_cluster=True, kubeconfig="x"))
+        cli_incluster.in_cluster_kubeconfig("x")
 
 
 FAKE_LWSC = """#!/bin/sh
@@ -239,7 +237,8 @@ def test_not_finished_is_its_own_exit_code(tmp_path: Path, capsys: pytest.Captur
     finished = cli_incluster.JobState("ns", "finished", index={"exit-code": "4", "run-id": "r", "conclusion": "c"})
     assert finished.code == 4 and "exit 4" in finished.line()
     with pytest.raises(cli_incluster.NotFinished) as raised:
-        cli_incluster._retrieve(None, argparse.Namespace(namespace="ns", output=str(tmp_path)), running)  # type: ignore[arg-type]
+        cfg = cli.resolve(cli.parser().parse_args(["retrieve", "--namespace", "ns", "-o", str(tmp_path)]))
+        cli_incluster._retrieve(None, cfg, running)  # type: ignore[arg-type]
     assert raised.value.exit_code == 5
     assert cli.main(["retrieve", "--kubeconfig", str(tmp_path / "none")]) == 2  # usage: 2, never 5
     assert cli.main(["retrieve", "--wait", "--timeout", "soon", "--kubeconfig", "x"]) == 2

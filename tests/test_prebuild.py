@@ -22,17 +22,18 @@ from lws_conformance.toolchain.gobuild import NO_BUILD_ENV, build
 
 
 def test_the_selection_names_the_upgrade_starts_and_private_clusters_it_needs() -> None:
-    upgrade = selection.collect(["-k", "LWS-UPGRADE"], "default", [])
+    default = load_profile()
+    upgrade = selection.collect(["-k", "LWS-UPGRADE"], default)
     assert upgrade.upgrade_starts == [("lws", "v0.7.0"), ("lws", "v0.8.0")]
     assert upgrade.private == [[]] and upgrade.requirements == ["LWS-UPGRADE-001", "LWS-UPGRADE-002"]
-    first, second = (selection.collect(["-k", "LWS-UPGRADE"], "default", [], shard=f"{k}/2") for k in (1, 2))
+    first, second = (selection.collect(["-k", "LWS-UPGRADE"], default, shard=f"{k}/2") for k in (1, 2))
     assert sorted([*first.upgrade_starts, *second.upgrade_starts]) == upgrade.upgrade_starts  # each shard its own
     assert len(first.tests) == len(second.tests) == 1
-    plain = selection.collect(["-k", "LWS-NAME-001"], "default", [])
+    plain = selection.collect(["-k", "LWS-NAME-001"], default)
     assert plain.upgrade_starts == [] and plain.private == []
-    variant = selection.collect(["-k", "KUEUE-UNQUEUED-002"], "default", [])
+    variant = selection.collect(["-k", "KUEUE-UNQUEUED-002"], default)
     assert variant.private == [["kueue.manage_jobs_without_queue_name=true"]]
-    other = selection.collect(["-k", "LWS-UPGRADE"], "default", ["upgrade.lws_from=[v0.8.0]"])
+    other = selection.collect(["-k", "LWS-UPGRADE"], default.with_overrides(["upgrade.lws_from=[v0.8.0]"]))
     assert other.upgrade_starts == [("lws", "v0.8.0")]
 
 
@@ -41,7 +42,7 @@ def test_a_collection_that_does_not_end_is_exit_3_not_a_traceback(monkeypatch: p
     (exit 3, one line), never exit 1, which reads as a MUST failure."""
     monkeypatch.setattr(selection, "COLLECT_TIMEOUT_S", 0.01)
     with pytest.raises(InfraError, match=r"did not end within 0.01 s") as caught:
-        selection.collect(["-k", "LWS-NAME-001"], "default", [])
+        selection.collect(["-k", "LWS-NAME-001"], load_profile())
     assert caught.value.exit_code == 3
 
 
@@ -49,7 +50,7 @@ def test_what_is_built_follows_the_provider() -> None:
     profile = load_profile()
     sel = selection.Selection({"t": ["LWS-UPGRADE-001"]}, [[], ["kueue.feature_gates.ShortWorkloadNames=true"]],
                               [("lws", "v0.7.0")])
-    local = prebuild.needs("default", [], profile, "local", sel)
+    local = prebuild.needs(profile, "local", sel)
     assert [n.why for n in local] == [
         "the cluster under test",
         "private clusters",
@@ -57,8 +58,10 @@ def test_what_is_built_follows_the_provider() -> None:
         "the upgrade start lws v0.7.0",
     ]
     assert local[-1].profile.versions["lws"] == "v0.7.0" and local[-1].profile.sources["lws"] is None
-    assert [n.why for n in prebuild.needs("default", [], profile, "existing", sel)] == [n.why for n in local[1:]]
-    assert prebuild.needs("default", [], profile, "kind", sel) == []  # those tests do not run on kind
+    assert local[2].profile.kueue_feature_gates == {"ShortWorkloadNames": True}  # the run's profile, with its settings
+    assert local[1].profile.node_grace_seconds == profile.private_node_grace_seconds
+    assert [n.why for n in prebuild.needs(profile, "existing", sel)] == [n.why for n in local[1:]]
+    assert prebuild.needs(profile, "kind", sel) == []  # those tests do not run on kind
 
 
 def test_a_forbidden_build_is_an_error_at_once_naming_the_build_and_its_log(

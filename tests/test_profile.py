@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from lws_conformance.errors import UserError
-from lws_conformance.profile import load_profile
+from lws_conformance.profile import RESOLVED_FILE, load_profile, read_resolved
 
 
 def test_default_profile_topology() -> None:
@@ -118,3 +119,42 @@ def test_private_clusters_run_their_own_node_grace() -> None:
     for key in ("node_grace_seconds", "private_node_grace_seconds"):
         with pytest.raises(UserError, match=f"timeouts.{key} must be an integer in 8..600"):
             load_profile("default", [f"timeouts.{key}=4"])
+
+
+def test_derived_profiles_apply_their_settings_on_the_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`with_overrides` (private clusters, upgrades, MultiKueue workers, matrix cells) is the run's
+    profile with more --set: the same profile `load_profile` makes from both lists, validated the
+    same way, without resolving again what the settings leave alone."""
+    run = load_profile("default", ["timeouts.scale=2", "kueue.manage_jobs_without_queue_name=false"])
+    derived = run.with_overrides(["kueue.manage_jobs_without_queue_name=true", "network.base_port=17100"])
+    assert derived == load_profile(
+        "default", ["timeouts.scale=2", "kueue.manage_jobs_without_queue_name=true", "network.base_port=17100"]
+    )
+    assert derived.timeout_scale == 2.0 and derived.kueue_manage_unlabelled and derived.base_port == 17100
+    assert run.with_overrides([]) is run and not run.kueue_manage_unlabelled  # the run's own is left alone
+    with pytest.raises(UserError, match="unknown profile key 'topology.rack'"):
+        run.with_overrides(["topology.rack=4"])
+    with pytest.raises(UserError, match="network.base_port"):
+        run.with_overrides(["network.base_port=80"])
+    import lws_conformance.profile as profile_module
+
+    declared = {**run.raw, "sources": {**run.raw["sources"], "lws": "/the/declared@ref"}}
+    sourced = dataclasses.replace(run, sources={**run.sources, "lws": "/resolved/tree"}, raw=declared)
+    monkeypatch.setattr(profile_module, "resolve_source", lambda *a: pytest.fail("resolved again"))
+    assert sourced.with_overrides(["network.base_port=17200"]).sources["lws"] == "/resolved/tree"
+
+
+def test_the_resolved_file_is_the_same_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `lwsc` hands pytest (`profile.resolved.yaml`) reads back as the profile it resolved,
+    upgrade starts and go_replace targets included, with nothing resolved again."""
+    import lws_conformance.profile as profile_module
+
+    run = load_profile("large", ["timeouts.scale=3", "upgrade.lws_from=[v0.8.0]"])
+    path = run.write_resolved(tmp_path / RESOLVED_FILE)
+    monkeypatch.setattr(profile_module, "resolve_source", lambda *a: pytest.fail("resolved again"))
+    monkeypatch.setattr(profile_module, "_go_replace", lambda *a: pytest.fail("resolved again"))
+    back = read_resolved(path)
+    assert back == run and back.upgrade_starts("lws")[0].versions["lws"] == "v0.8.0"
+    path.write_text("- not a profile\n")
+    with pytest.raises(UserError, match="is not a resolved profile"):
+        read_resolved(path)

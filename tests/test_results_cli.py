@@ -4,7 +4,6 @@ written (no cluster)."""
 
 from __future__ import annotations
 
-import argparse
 import io
 import tarfile
 from pathlib import Path
@@ -149,28 +148,23 @@ def test_report_refuses_an_archive_that_does_not_match_its_manifest(
     assert not (tmp_path / "out").exists()
 
 
-def _run_args(**kw: object) -> argparse.Namespace:
-    base: dict[str, object] = {"rerun_failed": None, "focus": None, "skip": None, "certify": False, "shard": None}
-    return argparse.Namespace(**{**base, **kw})
-
-
 def test_rerun_failed_focuses_on_the_requirements_that_did_not_pass(run: Path, sealed: Path) -> None:
     for source in (run, sealed):
-        args = _run_args(rerun_failed=str(source))
-        cli_results.apply_rerun(args)
-        assert args.focus == "ROLL-KEEP-001 or ROLL-DSSTEP-001 or KUEUE-LONGNAME-001"
+        focus = cli_results.rerun_focus(str(source), False)
+        assert focus == "ROLL-KEEP-001 or ROLL-DSSTEP-001 or KUEUE-LONGNAME-001"
+    assert cli_results.rerun_focus(None, "LWS-NAME") is None  # no --rerun-failed: --focus as given
 
 
 def test_rerun_failed_refusals(run: Path, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="drop --focus"):
-        cli_results.apply_rerun(_run_args(rerun_failed=str(run), focus="LWS-NAME"))
+        cli_results.rerun_focus(str(run), "LWS-NAME")
     with pytest.raises(UserError, match="--rerun-failed .* does not exist"):
-        cli_results.apply_rerun(_run_args(rerun_failed=str(tmp_path / "gone")))
+        cli_results.rerun_focus(str(tmp_path / "gone"), False)
     green = fixture_run(tmp_path / "green")
     (green / "summary.json").write_text((green / "summary.json").read_text()
                                         .replace('"failed"', '"passed"').replace('"known-deviation"', '"passed"'))
     with pytest.raises(UserError, match="nothing to re-run"):
-        cli_results.apply_rerun(_run_args(rerun_failed=str(green)))
+        cli_results.rerun_focus(str(green), False)
 
 
 def test_run_rerun_failed_mistakes_are_one_line_before_any_run(

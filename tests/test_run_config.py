@@ -65,9 +65,7 @@ def test_a_named_cluster_gets_ports_of_its_own_unless_the_user_chose_them(
     monkeypatch.setenv("LWSC_STATE_DIR", str(tmp_path))
 
     def cluster(*argv: str) -> LocalCluster:
-        args = cli.cli_conventions.finish(cli.parser().parse_args(list(argv)))
-        args.config = load_profile(args.profile, args.set)
-        return cli._cluster(args)
+        return cli._cluster(cli.resolve(cli.cli_conventions.finish(cli.parser().parse_args(list(argv)))))
 
     assert cluster("up").profile.base_port == 16000  # the default cluster keeps the profile's ports
     dev = cluster("--name", "dev", "up")

@@ -48,10 +48,10 @@ JSON_PATCH = "application/json-patch+json"
 
 
 def kubeconfig_of(configuration: Configuration) -> str:
-    kc = (configuration or {}).get("kubeconfig") or os.environ.get("LWSC_KUBECONFIG")
+    kc = safety.kubeconfig_given(configuration)
     if not kc:
         raise safety.ChaosRefused("no kubeconfig: set configuration.kubeconfig or LWSC_KUBECONFIG")
-    return str(kc)
+    return kc
 
 
 def namespace_of(configuration: Configuration, namespace: str | None = None) -> str | None:

@@ -31,8 +31,7 @@ _BEFORE: dict[str, Any] = {}
 
 
 def _kubeconfig(configuration: dict[str, Any] | None) -> str | None:
-    kc = (configuration or {}).get("kubeconfig") or os.environ.get("LWSC_KUBECONFIG")
-    return str(kc) if kc else None
+    return safety.kubeconfig_given(configuration)
 
 
 def before_experiment_control(context: Any, configuration: dict[str, Any] | None = None, **kwargs: Any) -> None:

@@ -20,24 +20,23 @@ is what guarantees that a Ctrl-C leaves no controller stopped and no node failed
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
-import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from ..errors import UserError
 from ..k8s.objects import RUN_LABEL
-from ..profile import load_profile
-from ..providers import kind
+from ..profile import RESOLVED_FILE
+from ..providers import existing, kind
 from ..providers.base import ClusterHandle
-from ..providers.components import ORDER, PORT_OFFSETS, state_root
-from ..providers.local import LocalCluster
+from ..providers.components import ORDER, state_root
+from ..providers.local import LocalCluster, recorded
 from ..providers.nodes import MANAGED_LABEL
 
 Obj = dict[str, Any]
@@ -47,6 +46,22 @@ PRIVATE_PREFIX = "private-"
 
 class ChaosRefused(UserError):
     """A fault was asked to touch something the harness did not create (or touch everything)."""
+
+
+KUBECONFIG_ENV = "LWSC_KUBECONFIG"
+
+
+def kubeconfig_given(configuration: dict[str, Any] | None) -> str | None:
+    """The experiment's cluster by the harness's one rule (`existing.chosen`): the
+    `configuration.kubeconfig` key, else $LWSC_KUBECONFIG (what `lwsc chaos-target` prints); None
+    when neither is set (never ~/.kube/config)."""
+    picked = existing.chosen(
+        (configuration or {}).get("kubeconfig"),
+        env=os.environ.get(KUBECONFIG_ENV),
+        env_name=KUBECONFIG_ENV,
+        given_by="configuration.kubeconfig",
+    )
+    return os.pathsep.join(str(p) for p in picked[0]) if picked else None
 
 
 @dataclass(frozen=True)
@@ -128,15 +143,19 @@ def local_cluster(kubeconfig: str | Path, disposable: str | None = None) -> Loca
 
 def local_cluster_of(kubeconfig: str | Path) -> LocalCluster | None:
     """The local lwsc cluster `kubeconfig` belongs to (`<state root>/<name>/kubeconfig` with pid
-    records), or None: for reading its processes' state, which any cluster allows."""
+    records), with the profile it was brought up with, or None: for reading its processes' state,
+    which any cluster allows."""
     path = Path(kubeconfig).resolve()
     cluster_dir = path.parent
     if path.name != "kubeconfig" or cluster_dir.parent != state_root().resolve() or not (cluster_dir / "pids").is_dir():
         return None
-    server = yaml.safe_load(path.read_text())["clusters"][0]["cluster"]["server"]
-    base_port = (urlparse(server).port or 0) - PORT_OFFSETS["kube-apiserver"]
-    profile = load_profile("default", [f"network.base_port={base_port}"])
-    return LocalCluster(profile, name=cluster_dir.name)
+    cluster = recorded(cluster_dir)
+    if cluster is None:
+        raise ChaosRefused(
+            f"cluster '{cluster_dir.name}' records no profile ({cluster_dir / RESOLVED_FILE}): it was brought up by "
+            f"an older lws-conformance; bring it up again (`lwsc down --name {cluster_dir.name}`, then `lwsc up`)"
+        )
+    return cluster
 
 
 def kind_cluster(kubeconfig: str | Path) -> ClusterHandle:

@@ -10,21 +10,23 @@ kubeconfig gives, a proxy failure names the proxy.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import urllib3
-import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from ..errors import UserError
+from . import kubeconfigs
 
 TIMEOUT = (3.0, 10.0)  # (connect, read) seconds of the one request
 
 
-def check(kubeconfig: Path, context: str, server: str) -> str:
-    """The server's Kubernetes version (`/version`); a `UserError` saying why it cannot be used."""
+def check(kubeconfig: Path | str, context: str, server: str) -> str:
+    """The server's Kubernetes version (`/version`); a `UserError` saying why it cannot be used.
+    `kubeconfig`: a file, or several joined by os.pathsep (merged as `kubeconfigs` says)."""
     where = f"{server} (context {context}, kubeconfig {kubeconfig})"
     cfg = client.Configuration()
     try:
@@ -114,15 +116,15 @@ def _ca(cluster: dict[str, Any]) -> str:
     )
 
 
-def _cluster_entry(kubeconfig: Path, context: str) -> dict[str, Any]:
+def _cluster_entry(kubeconfig: Path | str, context: str) -> dict[str, Any]:
     """The `cluster:` mapping the context names (for the CA and the proxy in messages)."""
     try:
-        doc = yaml.safe_load(kubeconfig.read_text()) or {}
-        ctx = next(c.get("context") or {} for c in doc.get("contexts") or [] if c.get("name") == context)
-        found = next(c.get("cluster") or {} for c in doc.get("clusters") or [] if c.get("name") == ctx.get("cluster"))
-        return dict(found)
-    except (OSError, yaml.YAMLError, StopIteration, AttributeError):
+        view = kubeconfigs.read(tuple(Path(p) for p in str(kubeconfig).split(os.pathsep) if p))
+    except UserError:
         return {}
+    ctx = view.entry("contexts", context)
+    found = view.entry("clusters", ((ctx[0].get("context") or {}) if ctx else {}).get("cluster"))
+    return dict(found[0].get("cluster") or {}) if found else {}
 
 
 def _root(exc: BaseException) -> BaseException:

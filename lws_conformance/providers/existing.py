@@ -24,7 +24,7 @@ from ..errors import UserError
 from ..k8s.client import api_client
 from ..k8s.objects import RUN_LABEL, list_cluster_scoped, sweep_run
 from ..profile import Profile
-from . import apicheck, preflight
+from . import apicheck, kubeconfigs, preflight
 from .base import ClusterHandle
 
 # Providers whose clusters the harness created and throws away: destructive tests may run there.
@@ -49,82 +49,147 @@ def destructive_skip_reason(handle: ClusterHandle, allowed: bool) -> str | None:
 
 @dataclass(frozen=True)
 class Target:
-    """Which cluster a kubeconfig (and context) names, as kubectl would pick it."""
+    """Which cluster a kubeconfig (and context) names, as kubectl would pick it; `files` are every
+    kubeconfig merged to find it (several: a `$KUBECONFIG` list), `kubeconfig` the first of them."""
 
     kubeconfig: Path
     context: str
     server: str
+    files: tuple[Path, ...] = ()
+    chosen_by: str = "--kubeconfig"
+    as_is: bool = True  # `kubeconfig` alone, under its own current-context, names this cluster
+
+    @property
+    def config_file(self) -> str:
+        """What clients load (`api_client(t.config_file, t.context)`): the file, or the list merged."""
+        return kubeconfigs.joined(self.files or (self.kubeconfig,))
+
+    @property
+    def merged(self) -> bool:
+        return len(self.files) > 1
 
     def __str__(self) -> str:
-        return f"{self.server} (context {self.context}, kubeconfig {self.kubeconfig})"
-
-
-def _read(kubeconfig: Path) -> dict[str, Any]:
-    try:
-        doc: dict[str, Any] = yaml.safe_load(kubeconfig.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"cannot read kubeconfig {kubeconfig}: {str(exc).splitlines()[0]}") from None
-    return doc
-
-
-def _context(doc: dict[str, Any], kubeconfig: Path, name: str) -> dict[str, Any]:
-    """The kubeconfig's context entry `name`; one line naming the contexts it has otherwise."""
-    contexts = {c.get("name"): c for c in doc.get("contexts") or []}
-    if name not in contexts:
-        raise UserError(f"context '{name}' not in {kubeconfig}; it has: {', '.join(sorted(contexts)) or 'none'}")
-    entry: dict[str, Any] = contexts[name]
-    return entry
+        return f"{self.server} (context {self.context}, kubeconfig {self.config_file})"
 
 
 def target(kubeconfig: Path, context: str | None) -> Target:
-    """The cluster `kubeconfig` names under `context` (default: its current-context); one line
+    """The cluster the one file `kubeconfig` names under `context` (default: its current-context)."""
+    return _target((kubeconfig,), context, "--kubeconfig")
+
+
+def chosen(
+    kubeconfig: str | Path | None,
+    *,
+    env: str | None,
+    env_name: str = "$KUBECONFIG",
+    own: Path | None = None,
+    own_why: str = "",
+    given_by: str = "--kubeconfig",
+) -> tuple[tuple[Path, ...], str] | None:
+    """The precedence alone (`resolve`): the kubeconfig files the rule picks and what picked
+    them, or None when nothing names a cluster. Nothing is read."""
+    if kubeconfig:
+        return (Path(kubeconfig).expanduser(),), given_by
+    entries = tuple(Path(p).expanduser() for p in (env or "").split(os.pathsep) if p)
+    if entries:
+        return entries, env_name
+    if own is not None:
+        return (own,), own_why
+    return None
+
+
+def resolve(
+    kubeconfig: str | Path | None,
+    context: str | None,
+    *,
+    env: str | None = None,
+    own: Path | None = None,
+    own_why: str = "",
+    given_by: str = "--kubeconfig",
+    missing: str = NEEDS_KUBECONFIG,
+) -> Target:
+    """The one rule every command chooses its cluster by (docs/providers.md):
+
+    the file `kubeconfig` (--kubeconfig, `given_by`) > every entry of `env` ($KUBECONFIG, merged
+    as kubectl merges them, entries that do not exist skipped; pass None where $KUBECONFIG does
+    not apply) > `own`, the kubeconfig of the harness's own cluster (`own_why` says which) > a
+    `UserError` saying `missing`. Never ~/.kube/config unless it is named. The context:
+    `context` (--context) > the merged current-context. Exec and auth-provider users work:
+    clients load the files through `kubernetes.config`."""
+    picked = chosen(kubeconfig, env=env, own=own, own_why=own_why, given_by=given_by)
+    if picked is None:
+        raise UserError(missing)
+    files, why = picked
+    if why == "$KUBECONFIG":
+        found = tuple(p for p in files if p.is_file())
+        if not found:
+            raise UserError(f"kubeconfig {files[0]} ($KUBECONFIG) does not exist; pass --kubeconfig PATH")
+        files = found
+    elif not files[0].is_file():
+        raise UserError(f"kubeconfig {files[0]} ({why}) does not exist; pass --kubeconfig PATH")
+    return _target(files, context, why)
+
+
+def _target(files: tuple[Path, ...], context: str | None, chosen_by: str) -> Target:
+    """The cluster `files` (merged) name under `context` (default: the current-context); one line
     naming the fix when the file, the context or its cluster is not there."""
-    doc = _read(kubeconfig)
-    name = context or doc.get("current-context")
+    view = kubeconfigs.read(files)
+    where = kubeconfigs.joined(files)
+    name = context or view.current_context
     if not name:
-        raise UserError(f"kubeconfig {kubeconfig} has no current-context; pass --context NAME")
-    ctx = _context(doc, kubeconfig, str(name)).get("context") or {}
-    clusters = {c.get("name"): c.get("cluster") or {} for c in doc.get("clusters") or []}
-    server = str(clusters.get(ctx.get("cluster"), {}).get("server") or "")
+        raise UserError(f"kubeconfig {where} has no current-context; pass --context NAME")
+    ctx = view.entry("contexts", name)
+    if ctx is None:
+        raise UserError(f"context '{name}' not in {where}; it has: {', '.join(view.names('contexts')) or 'none'}")
+    cluster = view.entry("clusters", (ctx[0].get("context") or {}).get("cluster"))
+    server = str(((cluster[0].get("cluster") or {}) if cluster else {}).get("server") or "")
     if not server:
-        raise UserError(f"context '{name}' of {kubeconfig} names no cluster with a server; fix the kubeconfig")
-    return Target(kubeconfig, str(name), server)
+        raise UserError(f"context '{name}' of {where} names no cluster with a server; fix the kubeconfig")
+    as_is = len(files) == 1 and name == view.current_context
+    return Target(files[0], str(name), server, files, chosen_by, as_is)
 
 
 def reachable(t: Target) -> str:
     """The server's Kubernetes version; one line (exit 2) in seconds when it cannot be used: not
     answering, refusing the credentials, no Kubernetes API server, TLS or proxy failing
     (`apicheck`, through the client's own request path)."""
-    return apicheck.check(t.kubeconfig, t.context, t.server)
+    return apicheck.check(t.config_file, t.context, t.server)
 
 
 def pin_context(kubeconfig: Path, context: str, out: Path) -> Path:
-    """A self-contained copy of `kubeconfig` whose current context is `context`.
+    """A self-contained copy of `kubeconfig` whose current context is `context` (`pin`)."""
+    return pin(target(kubeconfig, context), out)
 
-    Suites build clients from a kubeconfig path alone; pinning the context into a copy (with
-    relative file references made absolute) keeps them unaware of contexts.
+
+def pin(t: Target, out: Path) -> Path:
+    """A self-contained kubeconfig of `t` alone: its context (current), cluster and user, taken
+    from the merged files, relative file references made absolute against the file each came from.
+
+    Suites build clients from a kubeconfig path alone; pinning the context into a copy keeps them
+    unaware of contexts and of `$KUBECONFIG` lists.
     """
-    doc = _read(kubeconfig)
-    ctx = _context(doc, kubeconfig, context)
-    cluster_name, user_name = ctx["context"].get("cluster"), ctx["context"].get("user")
-    base = kubeconfig.resolve().parent
+    view = kubeconfigs.read(t.files or (t.kubeconfig,))
+    ctx = view.entry("contexts", t.context)
+    assert ctx is not None  # `t` was resolved from these files
+    inner = ctx[0].get("context") or {}
 
-    def absolute(section: dict[str, Any]) -> dict[str, Any]:
-        return {k: (str(base / v) if k in _PATH_KEYS and v and not os.path.isabs(v) else v) for k, v in section.items()}
+    def section(kind: str, name: str | None, key: str) -> list[dict[str, Any]]:
+        found = view.entry(kind, name)
+        if found is None:
+            return []
+        entry, origin = found
+        base = origin.resolve().parent
+        body = {k: (str(base / v) if k in _PATH_KEYS and v and not os.path.isabs(v) else v)
+                for k, v in (entry.get(key) or {}).items()}
+        return [{**entry, key: body}]
 
     pinned = {
         "apiVersion": "v1",
         "kind": "Config",
-        "current-context": context,
-        "contexts": [ctx],
-        "clusters": [
-            {**c, "cluster": absolute(c.get("cluster") or {})}
-            for c in doc.get("clusters") or []
-            if c["name"] == cluster_name
-        ],
-        "users": [
-            {**u, "user": absolute(u.get("user") or {})} for u in doc.get("users") or [] if u["name"] == user_name
-        ],
+        "current-context": t.context,
+        "contexts": [ctx[0]],
+        "clusters": section("clusters", inner.get("cluster"), "cluster"),
+        "users": section("users", inner.get("user"), "user"),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(yaml.safe_dump(pinned, sort_keys=False))
@@ -176,12 +241,12 @@ class ExistingCluster:
     `out`/preflight.json; a failed check is one line and exit 2), `release` deletes what a run
     created there and the private context-pinned kubeconfig copy; nothing ever stops the cluster."""
 
-    kubeconfig: Path | None  # None: not given (up says how to give it)
-    context: str | None
+    target: Target | None  # None: not given (up says how to give it)
     profile: Profile
     out: Path  # the run's report directory: preflight.json and handle.json go there
-    pinned: Path | None = None  # where a context-pinned copy goes (a private 0600 file), with --context
+    pinned: Path | None = None  # where a pinned copy goes (a private 0600 file) when the target is not a file as is
     creates = False
+    kubeconfig: Path | None = None  # what the suites use: the target's file, or its pinned copy
 
     @property
     def handle_file(self) -> Path:
@@ -191,15 +256,16 @@ class ExistingCluster:
         return True  # a cluster the user runs
 
     def up(self, progress: Callable[[str], None]) -> ClusterHandle:
-        if self.kubeconfig is None:
+        if self.target is None:
             raise UserError(NEEDS_KUBECONFIG)
-        if not self.kubeconfig.is_file():
-            raise UserError(f"kubeconfig {self.kubeconfig} does not exist; pass --kubeconfig PATH")
+        if not self.target.kubeconfig.is_file():
+            raise UserError(f"kubeconfig {self.target.kubeconfig} does not exist; pass --kubeconfig PATH")
+        self.kubeconfig = self.target.kubeconfig
         try:
-            if self.context and self.pinned:
+            if not self.target.as_is and self.pinned:  # --context, or a $KUBECONFIG list
                 self.pinned.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 self.pinned.touch(mode=0o600)
-                self.kubeconfig = pin_context(self.kubeconfig, self.context, self.pinned)
+                self.kubeconfig = pin(self.target, self.pinned)
             handle, report = adopt(self.kubeconfig, self.profile)
             print(report.text(), file=sys.stderr)
             if report.failed:  # nothing is written: the run never starts

@@ -12,6 +12,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import yaml
 from kubernetes.client import ApiextensionsV1Api
@@ -19,7 +20,7 @@ from kubernetes.client import ApiextensionsV1Api
 from ..errors import InfraError, UserError
 from ..install import pki
 from ..k8s.client import api_client
-from ..profile import Profile, load_profile
+from ..profile import RESOLVED_FILE, Profile, read_resolved
 from ..toolchain import ensure_binaries
 from ..toolchain.gobuild import Progress
 from . import process, reuse
@@ -47,13 +48,23 @@ def claimed_cluster(profile_at: Callable[[int], Profile], name: str, progress: P
         release_port_range(port)
 
 
-def down_private(run_id: str) -> list[str]:
+def down_private(run_id: str, profile: Profile) -> list[str]:
     """The safety net after a suite run: bring down the private clusters of `run_id` its tests
-    left running (an xdist worker killed before its teardown finished, e.g. on Ctrl-C)."""
+    left running (an xdist worker killed before its teardown finished, e.g. on Ctrl-C); `profile`
+    is the run's."""
     left = sorted(d.name for d in state_root().glob(f"private-{run_id}-*") if d.is_dir())
     for name in left:
-        LocalCluster(load_profile("default"), name=name).down()
+        LocalCluster(profile, name=name).down()
     return left
+
+
+def recorded(cluster_dir: Path) -> LocalCluster | None:
+    """The local cluster whose state is `cluster_dir`, with the profile it was brought up with
+    (its `profile.resolved.yaml`); None when it records none."""
+    resolved = cluster_dir / RESOLVED_FILE
+    if not resolved.is_file():
+        return None
+    return LocalCluster(read_resolved(resolved), name=cluster_dir.name)
 
 
 PORT_FILE = "base_port"  # in the state directory: the base port the cluster runs on
@@ -87,6 +98,8 @@ class LocalCluster(BootSequence):
                     f"run `lwsc down --name {self.name}` first, or use --name for a second cluster"
                 )
             reuse.verify(self, progress)  # the reused cluster still matches its profile
+            if not (self.dir / RESOLVED_FILE).is_file():
+                self.profile.write_resolved(self.dir / RESOLVED_FILE)
             progress(f"cluster '{self.name}' is already up")
             return existing
         if self.records() or self.dir.exists():
@@ -101,6 +114,7 @@ class LocalCluster(BootSequence):
             self.down(keep_logs=True)
             raise
         (self.dir / PORT_FILE).write_text(str(self.profile.base_port))  # how `lwsc --name` finds it again
+        self.profile.write_resolved(self.dir / RESOLVED_FILE)  # what chaos faults restart it with
         progress(f"cluster '{self.name}' ready in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
         return handle
 

@@ -16,13 +16,15 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from lws_conformance.testing import RUN_LABEL, ClusterHandle, Objects, Scenario, api_client
+from lws_conformance.testing import RUN_LABEL, ClusterHandle, Objects, Scenario, api_client, run_profile
 
 from .mk_helpers import MultiKueue, Worker
 
 
 @pytest.fixture
-def multikueue(lwsc_cluster: ClusterHandle, scenario: Scenario, run_id: str) -> Iterator[MultiKueue]:
+def multikueue(
+    request: pytest.FixtureRequest, lwsc_cluster: ClusterHandle, scenario: Scenario, run_id: str
+) -> Iterator[MultiKueue]:
     info_file = Path(lwsc_cluster.kubeconfig).parent / "multikueue.json"
     if not info_file.is_file():
         pytest.skip("not run: the cluster under test is no MultiKueue set (run with `--profile multikueue`)")
@@ -34,7 +36,7 @@ def multikueue(lwsc_cluster: ClusterHandle, scenario: Scenario, run_id: str) -> 
             workers.append(Worker(w["name"], api, Objects(api, run_id, scenario.namespace)))
             meta = client.V1ObjectMeta(name=scenario.namespace, labels={RUN_LABEL: run_id})
             client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=meta))
-        yield MultiKueue(scenario, workers, info["admission_check"], info)
+        yield MultiKueue(scenario, workers, info["admission_check"], info, run_profile(request.config))
     finally:
         for wk in workers:
             wk.objects.delete_created()

@@ -7,7 +7,7 @@ from typing import Any
 
 from kubernetes import client
 
-from lws_conformance.profile import load_profile
+from lws_conformance.profile import Profile
 from lws_conformance.providers.local import LocalCluster
 from lws_conformance.testing import Objects, Scenario, workloads
 
@@ -35,11 +35,12 @@ class MultiKueue:
     workers: list[Worker]
     admission_check: str
     info: dict[str, Any]
+    profile: Profile  # the run's: each worker runs it on its own ports
 
     def local_cluster(self, worker: str) -> LocalCluster:
         """The worker's LocalCluster (fault hooks: stop/start one of its processes)."""
         w = next(w for w in self.info["workers"] if w["name"] == worker)
-        return LocalCluster(load_profile(overrides=[f"network.base_port={w['base_port']}"]), name=w["cluster"])
+        return LocalCluster(self.profile.with_overrides([f"network.base_port={w['base_port']}"]), name=w["cluster"])
 
     def queues(self, unique: str, manager_quota: dict[str, str], worker_quota: dict[str, str]) -> str:
         """Manager: ResourceFlavor + ClusterQueue using the MultiKueue AdmissionCheck + LocalQueue;
