@@ -48,7 +48,7 @@ from lws_conformance.providers.base import ClusterHandle
 @pytest.fixture(scope="session")
 def lwsc_cluster():
     return ClusterHandle("local", Path("/nonexistent"), {"lws": "v0.9.0", "kueue": "v0.17.0"},
-                         load_profile("default", []).topology, "default", "tas-flavor")
+                         load_profile().topology, "default", "tas-flavor")
 """
 
 

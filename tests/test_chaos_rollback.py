@@ -20,7 +20,7 @@ KWOK_DEFAULTS = {"cpu": "1k", "memory": "1Ti", "pods": "1M"}
 
 def profile_node(name: str = "gpu-b1-r1-n1") -> Obj:
     """A fake node as `lwsc up` leaves it: the profile's manifest, Ready, kwok's heartbeat fields."""
-    node = copy.deepcopy(nodes.node_manifest(load_profile("default", []).topology, name, "b1", "b1-r1"))
+    node = copy.deepcopy(nodes.node_manifest(load_profile().topology, name, "b1", "b1-r1"))
     node["status"]["allocatable"] = dict(node["status"]["capacity"])  # the manifest shares one dict
     node["metadata"].update(uid="u-1", resourceVersion="100", creationTimestamp="2026-11-30T18:00:00Z")
     node["metadata"]["annotations"]["node.alpha.kubernetes.io/ttl"] = "0"

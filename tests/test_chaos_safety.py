@@ -143,7 +143,7 @@ def test_node_faults_refuse_the_shared_cluster(fake: Any) -> None:
 
 def test_process_faults_only_on_private_or_named_clusters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LWSC_STATE_DIR", str(tmp_path))
-    recorded = load_profile("default", ["network.base_port=19000", "timeouts.ready_seconds=77"])
+    recorded = load_profile(overrides=["network.base_port=19000", "timeouts.ready_seconds=77"])
     for name in ("default", "private-r1-gw0", "mine"):
         (tmp_path / name / "pids").mkdir(parents=True)
         (tmp_path / name / "kubeconfig").write_text(

@@ -36,14 +36,14 @@ def test_instrumented_binaries_have_their_own_cache_entry(tmp_path: Path, monkey
 
 def test_coverage_is_off_by_default_and_covers_the_controllers_only() -> None:
     assert not any(covered(load_profile(), c) for c in RECIPES)
-    on = load_profile("default", ["build.coverage=true"])
+    on = load_profile(overrides=["build.coverage=true"])
     assert [c for c in RECIPES if covered(on, c)] == ["lws", "kueue"]
-    only = load_profile("default", ["build.coverage=[kueue]"])
+    only = load_profile(overrides=["build.coverage=[kueue]"])
     assert [c for c in RECIPES if covered(only, c)] == ["kueue"]
 
 
 def test_an_upgrade_start_version_is_not_instrumented() -> None:
-    on = load_profile("default", ["build.coverage=true"])
+    on = load_profile(overrides=["build.coverage=true"])
     start = on.upgrade_start("lws", "v0.8.0")
     assert not covered(start, "lws") and covered(start, "kueue")
     assert covered(on, "lws"), "the profile under test keeps its coverage"
@@ -51,17 +51,17 @@ def test_an_upgrade_start_version_is_not_instrumented() -> None:
 
 def test_bad_coverage_value_is_a_user_error() -> None:
     with pytest.raises(UserError, match="build.coverage"):
-        load_profile("default", ["build.coverage=sometimes"])
+        load_profile(overrides=["build.coverage=sometimes"])
     with pytest.raises(UserError, match="build.coverage"):
-        load_profile("default", ["build.coverage=[etcd]"])
+        load_profile(overrides=["build.coverage=[etcd]"])
 
 
 def test_coverage_dir_is_the_given_one_or_per_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LWSC_CACHE_DIR", str(tmp_path / "cache"))
     assert (
-        coverage_dir(load_profile("default", ["build.coverage=true"]), "c1") == tmp_path / "cache" / "coverage" / "c1"
+        coverage_dir(load_profile(overrides=["build.coverage=true"]), "c1") == tmp_path / "cache" / "coverage" / "c1"
     )
-    given = load_profile("default", ["build.coverage=true", f"build.coverage_dir={tmp_path / 'cov'}"])
+    given = load_profile(overrides=["build.coverage=true", f"build.coverage_dir={tmp_path / 'cov'}"])
     assert coverage_dir(given, "c1") == tmp_path / "cov"
 
 
@@ -69,7 +69,7 @@ def test_only_instrumented_controllers_get_gocoverdir(tmp_path: Path, monkeypatc
     monkeypatch.setenv("LWSC_STATE_DIR", str(tmp_path / "state"))
     plain = ClusterState(load_profile(), name="c1")
     assert plain.coverage_env("lws") == {} and not (plain.dir / COVERAGE_MARK).exists()
-    prof = load_profile("default", ["build.coverage=true", f"build.coverage_dir={tmp_path / 'cov'}"])
+    prof = load_profile(overrides=["build.coverage=true", f"build.coverage_dir={tmp_path / 'cov'}"])
     state = ClusterState(prof, name="c2")
     assert state.coverage_env("etcd") == {}
     assert state.coverage_env("kueue") == {"GOCOVERDIR": str(tmp_path / "cov")}

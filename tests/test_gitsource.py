@@ -110,14 +110,14 @@ def test_module_cache_directory_names_its_version(tmp_path: Path) -> None:
 
 
 def test_profile_uses_the_real_version(repo: Path) -> None:
-    p = load_profile("default", [f"sources.lws={repo}@v0.10.0"])
+    p = load_profile(overrides=[f"sources.lws={repo}@v0.10.0"])
     assert (
         p.versions["lws"] == "v0.10.0"
         and p.sources["lws"]
         and p.sources["lws"].endswith(_git(repo, "rev-parse", "v0.10.0^{commit}")[:12])
     )
     # the real version wins over a label given by hand
-    assert load_profile("default", [f"sources.lws={repo}@v0.10.0", "versions.lws=v0.9.0"]).versions["lws"] == "v0.10.0"
+    assert load_profile(overrides=[f"sources.lws={repo}@v0.10.0", "versions.lws=v0.9.0"]).versions["lws"] == "v0.10.0"
 
 
 def test_cli_bad_ref_exits_2_with_one_line(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -133,7 +133,7 @@ def test_go_replace_targets_are_resolved_once_in_the_profile(repo: Path, tmp_pat
     plain.mkdir()
     (plain / "go.mod").write_text("module github.com/ray-project/kuberay/ray-operator\n")
     items = f"[sigs.k8s.io/lws={repo}@v0.10.0,example.com/a=v1.6.2,example.com/b={plain}]"
-    p = load_profile("default", [f"build.go_replace.kueue={items}"])
+    p = load_profile(overrides=[f"build.go_replace.kueue={items}"])
     lws_dir = p.go_replace["kueue"]["sigs.k8s.io/lws"]
     assert lws_dir.endswith("lws-" + _git(repo, "rev-parse", "v0.10.0^{commit}")[:12]) and Path(lws_dir).is_dir()
     assert p.go_replace["kueue"]["example.com/a"] == "v1.6.2"
@@ -153,10 +153,10 @@ def test_go_replace_targets_are_resolved_once_in_the_profile(repo: Path, tmp_pat
 )
 def test_bad_go_replace_is_one_line_naming_the_setting(repo: Path, value: str, message: str) -> None:
     with pytest.raises(UserError) as err:
-        load_profile("default", [f"build.go_replace.kueue={value.format(repo=repo)}"])
+        load_profile(overrides=[f"build.go_replace.kueue={value.format(repo=repo)}"])
     assert message in str(err.value) and "build.go_replace.kueue" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_go_replace_of_an_unknown_component_is_refused() -> None:
     with pytest.raises(UserError, match="unknown profile key 'build.go_replace.kwok'"):
-        load_profile("default", ["build.go_replace.kwok=[example.com/a=v1.0.0]"])
+        load_profile(overrides=["build.go_replace.kwok=[example.com/a=v1.0.0]"])

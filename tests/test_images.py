@@ -25,7 +25,7 @@ def test_registry_override_rewrites_every_image_of_a_workload(monkeypatch: pytes
 
 
 def test_images_lists_them_with_the_profile_override(capsys: pytest.CaptureFixture[str]) -> None:
-    assert load_profile("default", ["images.registry=m.local"]).raw["images"]["registry"] == "m.local"
+    assert load_profile(overrides=["images.registry=m.local"]).raw["images"]["registry"] == "m.local"
     assert cli.main(["images", "--set", "images.registry=m.local", "--output", "json"]) == 0
     listed = {r["name"]: r["image"] for r in json.loads(capsys.readouterr().out)}
     assert listed["workload"] == "m.local/nginx-slim:0.27" and listed["workload-update"] == "m.local/nginx-slim:0.26"

@@ -19,12 +19,12 @@ from lws_conformance.providers import multikueue
 def test_profile_key_defaults_off_and_multikueue_profile_has_two_workers() -> None:
     assert multikueue.workers_of(load_profile().raw) == 0
     assert multikueue.workers_of(load_profile("multikueue").raw) == 2
-    assert multikueue.workers_of(load_profile("default", ["multikueue.workers=1"]).raw) == 1
+    assert multikueue.workers_of(load_profile(overrides=["multikueue.workers=1"]).raw) == 1
 
 
 def test_unknown_multikueue_key_is_a_user_error() -> None:
     with pytest.raises(UserError, match=r"unknown profile key 'multikueue.worker'"):
-        load_profile("default", ["multikueue.worker=2"])
+        load_profile(overrides=["multikueue.worker=2"])
 
 
 def test_inline_kubeconfig_has_data_not_paths(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ def test_default_profile_topology() -> None:
 
 
 def test_set_overrides_one_key() -> None:
-    p = load_profile("default", ["versions.lws=v0.8.0", "topology.blocks=3"])
+    p = load_profile(overrides=["versions.lws=v0.8.0", "topology.blocks=3"])
     assert p.versions["lws"] == "v0.8.0" and p.topology.nodes == 12
 
 
@@ -39,7 +39,7 @@ def test_extends_layers_profiles() -> None:
 )
 def test_bad_input_is_a_user_error(overrides: list[str], message: str) -> None:
     with pytest.raises(UserError, match=message):
-        load_profile("default", overrides)
+        load_profile(overrides=overrides)
 
 
 def test_unknown_profile_names_the_known_ones() -> None:
@@ -55,19 +55,19 @@ def test_profile_from_path(tmp_path: Path) -> None:
 
 def test_timeouts_scale_is_read_and_checked() -> None:
     assert load_profile().timeout_scale == 1.0
-    assert load_profile("default", ["timeouts.scale=2.5"]).timeout_scale == 2.5
+    assert load_profile(overrides=["timeouts.scale=2.5"]).timeout_scale == 2.5
     with pytest.raises(UserError, match="timeouts.scale"):
-        load_profile("default", ["timeouts.scale=0"])
+        load_profile(overrides=["timeouts.scale=0"])
 
 
 def test_manage_jobs_without_queue_name_is_a_boolean_that_reaches_kueues_config(tmp_path: Path) -> None:
     from lws_conformance.install.controllers import kueue_config
 
-    assert load_profile("default", []).raw["kueue"]["manage_jobs_without_queue_name"] is False
-    on = load_profile("default", ["kueue.manage_jobs_without_queue_name=true"])
+    assert load_profile().raw["kueue"]["manage_jobs_without_queue_name"] is False
+    on = load_profile(overrides=["kueue.manage_jobs_without_queue_name=true"])
     assert on.raw["kueue"]["manage_jobs_without_queue_name"] is True
     with pytest.raises(UserError, match="must be true or false"):
-        load_profile("default", ["kueue.manage_jobs_without_queue_name=maybe"])
+        load_profile(overrides=["kueue.manage_jobs_without_queue_name=maybe"])
     assert kueue_config(1, 2, 3, tmp_path, manage_unlabelled=True)["manageJobsWithoutQueueName"] is True
     assert kueue_config(1, 2, 3, tmp_path)["manageJobsWithoutQueueName"] is False
     assert on.kueue_manage_unlabelled is True and load_profile().kueue_manage_unlabelled is False
@@ -78,7 +78,7 @@ def test_wait_for_pods_ready_is_off_by_default_and_reaches_kueues_config_when_se
 
     assert load_profile().kueue_pods_ready is None
     assert "waitForPodsReady" not in kueue_config(1, 2, 3, tmp_path, pods_ready=None)
-    timed = load_profile("default", ["kueue.pods_ready_timeout_seconds=10"]).kueue_pods_ready
+    timed = load_profile(overrides=["kueue.pods_ready_timeout_seconds=10"]).kueue_pods_ready
     assert timed == (10, None)
     assert kueue_config(1, 2, 3, tmp_path, pods_ready=timed)["waitForPodsReady"] == {"timeout": "10s"}
     both = load_profile(
@@ -90,42 +90,42 @@ def test_wait_for_pods_ready_is_off_by_default_and_reaches_kueues_config_when_se
     }
     for bad in ("0", "true", "ten", "86401"):
         with pytest.raises(UserError, match="kueue.pods_ready_timeout_seconds must be null or an integer"):
-            load_profile("default", [f"kueue.pods_ready_timeout_seconds={bad}"])
+            load_profile(overrides=[f"kueue.pods_ready_timeout_seconds={bad}"])
     with pytest.raises(UserError, match="pods_ready_backoff_base_seconds needs kueue.pods_ready_timeout_seconds"):
-        load_profile("default", ["kueue.pods_ready_backoff_base_seconds=2"])
+        load_profile(overrides=["kueue.pods_ready_backoff_base_seconds=2"])
 
 
 def test_kueue_feature_gates_are_names_with_booleans_that_reach_kueues_config(tmp_path: Path) -> None:
     from lws_conformance.install.controllers import kueue_config
 
     assert load_profile().kueue_feature_gates == {}
-    on = load_profile("default", ["kueue.feature_gates.ShortWorkloadNames=true"]).kueue_feature_gates
+    on = load_profile(overrides=["kueue.feature_gates.ShortWorkloadNames=true"]).kueue_feature_gates
     assert on == {"ShortWorkloadNames": True}
     gates = kueue_config(1, 2, 3, tmp_path, feature_gates=on)["featureGates"]
     assert gates == {"VisibilityOnDemand": False, "ShortWorkloadNames": True}
     assert kueue_config(1, 2, 3, tmp_path)["featureGates"] == {"VisibilityOnDemand": False}
     for bad in ("kueue.feature_gates.ShortWorkloadNames=maybe", "kueue.feature_gates.short-names=true"):
         with pytest.raises(UserError, match="kueue.feature_gates.* must be a gate name .* set to true or false"):
-            load_profile("default", [bad])
+            load_profile(overrides=[bad])
     with pytest.raises(UserError, match="'kueue.feature_gates' must be a mapping"):
-        load_profile("default", ["kueue.feature_gates=ShortWorkloadNames"])
+        load_profile(overrides=["kueue.feature_gates=ShortWorkloadNames"])
 
 
 def test_private_clusters_run_their_own_node_grace() -> None:
     p = load_profile()
     assert (p.node_grace_seconds, p.private().node_grace_seconds) == (40, 20)
-    q = load_profile("default", ["timeouts.private_node_grace_seconds=30"]).private()
+    q = load_profile(overrides=["timeouts.private_node_grace_seconds=30"]).private()
     assert q.node_grace_seconds == 30 and q.private() == q
     for key in ("node_grace_seconds", "private_node_grace_seconds"):
         with pytest.raises(UserError, match=f"timeouts.{key} must be an integer in 8..600"):
-            load_profile("default", [f"timeouts.{key}=4"])
+            load_profile(overrides=[f"timeouts.{key}=4"])
 
 
 def test_derived_profiles_apply_their_settings_on_the_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """`with_overrides` (private clusters, upgrades, MultiKueue workers, matrix cells) is the run's
     profile with more --set: the same profile `load_profile` makes from both lists, validated the
     same way, without resolving again what the settings leave alone."""
-    run = load_profile("default", ["timeouts.scale=2", "kueue.manage_jobs_without_queue_name=false"])
+    run = load_profile(overrides=["timeouts.scale=2", "kueue.manage_jobs_without_queue_name=false"])
     derived = run.with_overrides(["kueue.manage_jobs_without_queue_name=true", "network.base_port=17100"])
     assert derived == load_profile(
         "default", ["timeouts.scale=2", "kueue.manage_jobs_without_queue_name=true", "network.base_port=17100"]

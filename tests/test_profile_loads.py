@@ -82,7 +82,7 @@ def test_a_whole_run_resolves_its_profile_once_and_pytest_reads_that(
     assert lines[0][2] == "default timeouts.scale=2" and lines[2][2] == str(run_dir / RESOLVED_FILE)
     assert lines[1][0] != lines[2][0]  # two pytest processes
     resolved = read_resolved(run_dir / RESOLVED_FILE)
-    assert resolved == load_profile("default", ["timeouts.scale=2"]) and resolved.timeout_scale == 2.0
+    assert resolved == load_profile(overrides=["timeouts.scale=2"]) and resolved.timeout_scale == 2.0
     log = (run_dir / "e2e.log").read_text()
     assert "created: 2/2 workers" in log and "2 workers [1 item]" in log, log[-3000:]  # both collected
 

@@ -10,7 +10,7 @@ from lws_conformance.profile import load_profile
 from lws_conformance.providers import reuse
 
 Obj = dict[str, Any]
-PROFILE = load_profile("default", [])
+PROFILE = load_profile()
 
 
 def live(expected: dict[str, Obj]) -> list[Obj]:

@@ -41,7 +41,7 @@ def bins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
 
 
 def _key(profile_overrides: list[str], bins: dict[str, Path], crds: list[dict[str, Any]]) -> str:
-    return snapshot.key(snapshot.inputs(load_profile("default", profile_overrides), bins, crds))
+    return snapshot.key(snapshot.inputs(load_profile(overrides=profile_overrides), bins, crds))
 
 
 def test_every_input_changes_the_key(bins: dict[str, Path], tmp_path: Path) -> None:

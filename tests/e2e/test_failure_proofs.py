@@ -58,7 +58,7 @@ def run_suite(
     handle = cluster.handle()
     assert handle is not None, f"{cluster.name} is not up"
     if sets:  # what the settings need (a mutant's build) is built here: the suites' pytest builds nothing
-        ensure_binaries(load_profile("default", list(sets)), lambda _msg: None)
+        ensure_binaries(load_profile(overrides=list(sets)), lambda _msg: None)
     handle_file = out / "handle.json"
     out.mkdir(parents=True, exist_ok=True)
     handle_file.write_text(handle.to_json())
@@ -183,7 +183,7 @@ def test_a_stopped_lws_controller_is_an_error_naming_it_not_a_verdict(
 def mutant_tree(tmp_path_factory: pytest.TempPathFactory, patch_name: str) -> tuple[Path, str]:
     """A writable copy of the pinned LWS module source with benchmark mutant `patch_name` applied,
     and the pinned version (a copy is no git tree: its version must be said)."""
-    pinned = load_profile("default", []).versions["lws"]
+    pinned = load_profile().versions["lws"]
     src = tmp_path_factory.mktemp("mutant") / "lws"
     shutil.copytree(module_dir("lws", pinned, None), src)
     for p in src.rglob("*"):
@@ -199,7 +199,7 @@ def mutant_cluster(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     src, pinned = mutant_tree(tmp_path_factory, "01-env-worker-index-is-group-index.patch")
 
     def profile_at(port: int) -> Profile:
-        return load_profile("default", [f"network.base_port={port}", f"sources.lws={src}", f"versions.lws={pinned}"])
+        return load_profile(overrides=[f"network.base_port={port}", f"sources.lws={src}", f"versions.lws={pinned}"])
 
     def progress(msg: str) -> None:
         print(f"[lwsc mutant] {msg}", file=sys.stderr, flush=True)
