@@ -84,11 +84,19 @@ def kwokctl_rounds(kwokctl: str, bins: dict[str, Path], rounds: int) -> list[flo
         ]
         for _ in range(rounds):
             t0 = time.monotonic()
-            subprocess.run([kwokctl, "create", "cluster", "--name=lwsc-bench", "--runtime=binary", "--wait=60s",
-                            *flags], env=env, check=True, capture_output=True)
+            subprocess.run(
+                [kwokctl, "create", "cluster", "--name=lwsc-bench", "--runtime=binary", "--wait=60s", *flags],
+                env=env,
+                check=True,
+                capture_output=True,
+            )
             out.append(time.monotonic() - t0)
-            subprocess.run([kwokctl, "delete", "cluster", "--name=lwsc-bench", f"--kubeconfig={home}/kubeconfig"],
-                           env=env, check=True, capture_output=True)
+            subprocess.run(
+                [kwokctl, "delete", "cluster", "--name=lwsc-bench", f"--kubeconfig={home}/kubeconfig"],
+                env=env,
+                check=True,
+                capture_output=True,
+            )
     return out
 
 

@@ -57,13 +57,27 @@ def _watch(list_fn: Any, rv: str, ns: str, hit: Any, seen: dict[str, float], don
 
 def _lws_status(custom: client.CustomObjectsApi, api: client.ApiClient, ns: str, updated: int, what: str) -> None:
     def ok(objs: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-        return [o for o in objs if (o.get("status") or {}).get("readyReplicas") == 2
-                and (o.get("status") or {}).get("updatedReplicas") == updated
-                and o["metadata"].get("generation") == (o.get("status") or {}).get("observedGeneration")
-                and P.condition(o, "Available") == "True"] or None
+        return [
+            o
+            for o in objs
+            if (o.get("status") or {}).get("readyReplicas") == 2
+            and (o.get("status") or {}).get("updatedReplicas") == updated
+            and o["metadata"].get("generation") == (o.get("status") or {}).get("observedGeneration")
+            and P.condition(o, "Available") == "True"
+        ] or None
 
-    wait_for(api, custom.list_namespaced_custom_object, ok, what=f"LWS {ns}/{NAME}", condition=what, timeout=120,
-             group=G, version=V, namespace=ns, plural=PLURAL)
+    wait_for(
+        api,
+        custom.list_namespaced_custom_object,
+        ok,
+        what=f"LWS {ns}/{NAME}",
+        condition=what,
+        timeout=120,
+        group=G,
+        version=V,
+        namespace=ns,
+        plural=PLURAL,
+    )
 
 
 def one_round(api: client.ApiClient, i: int) -> dict[str, float]:
@@ -72,12 +86,20 @@ def one_round(api: client.ApiClient, i: int) -> dict[str, float]:
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
     obj = workloads.lws(NAME, replicas=2, size=2)
     obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
-    obj["spec"]["rolloutStrategy"] = {"type": "RollingUpdate", "rollingUpdateConfiguration": {
-        "maxUnavailable": 1, "maxSurge": 0, "partition": 1}}
+    obj["spec"]["rolloutStrategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0, "partition": 1},
+    }
     custom.create_namespaced_custom_object(G, V, ns, PLURAL, obj)
     _lws_status(custom, api, ns, 2, "Available with 2 groups")
-    custom.patch_namespaced_custom_object(G, V, ns, PLURAL, NAME, {"spec": {"leaderWorkerTemplate": {
-        "workerTemplate": {"metadata": {"annotations": {"bench": str(i)}}}}}})
+    custom.patch_namespaced_custom_object(
+        G,
+        V,
+        ns,
+        PLURAL,
+        NAME,
+        {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"metadata": {"annotations": {"bench": str(i)}}}}}},
+    )
     _lws_status(custom, api, ns, 1, "Available, updatedReplicas 1 (partition 1 holding)")
 
     seen: dict[str, float] = {}
@@ -98,8 +120,9 @@ def one_round(api: client.ApiClient, i: int) -> dict[str, float]:
     for t in threads:
         t.start()
     sent = time.monotonic()
-    custom.patch_namespaced_custom_object(G, V, ns, PLURAL, NAME, {"spec": {"rolloutStrategy": {
-        "rollingUpdateConfiguration": {"partition": 0}}}})
+    custom.patch_namespaced_custom_object(
+        G, V, ns, PLURAL, NAME, {"spec": {"rolloutStrategy": {"rollingUpdateConfiguration": {"partition": 0}}}}
+    )
     acked = time.monotonic()
     for t in threads:
         t.join(30)
@@ -107,27 +130,47 @@ def one_round(api: client.ApiClient, i: int) -> dict[str, float]:
     core.delete_namespace(ns)
     if {"sts", "pod"} - seen.keys():
         raise RuntimeError(f"round {i}: seen {sorted(seen)} of the leader StatefulSet write and the pod deletion")
-    return {"patch_round_trip": acked - sent, "leader_sts_write": max(0.0, seen["sts"] - acked),
-            "pod_deleting": max(0.0, seen["pod"] - acked)}
+    return {
+        "patch_round_trip": acked - sent,
+        "leader_sts_write": max(0.0, seen["sts"] - acked),
+        "pod_deleting": max(0.0, seen["pod"] - acked),
+    }
 
 
 def _stats(xs: list[float]) -> dict[str, float]:
     xs = sorted(xs)
     p95 = xs[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
-    return {"median": round(statistics.median(xs), 3), "p95": round(p95, 3), "max": round(xs[-1], 3),
-            "min": round(xs[0], 3)}
+    return {
+        "median": round(statistics.median(xs), 3),
+        "p95": round(p95, 3),
+        "max": round(xs[-1], 3),
+        "min": round(xs[0], 3),
+    }
 
 
 def _machine() -> dict[str, Any]:
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor())
-    return {"hostname": platform.node(), "cpus": os.cpu_count(), "cpu": cpu, "kernel": platform.release(),
-            "python": platform.python_version(), "load_avg_1_5_15": [round(x, 2) for x in os.getloadavg()]}
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    return {
+        "hostname": platform.node(),
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "load_avg_1_5_15": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def _machine_line() -> str:
-    mem = next((int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines()
-                if ln.startswith("MemTotal:")), 0)
+    mem = next(
+        (int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal:")), 0
+    )
     return f"{platform.system()}, {os.cpu_count()} cores, {round(mem / 2**20)} GiB RAM"
 
 
@@ -157,15 +200,22 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE.parent, capture_output=True, text=True).stdout
     dirty = subprocess.run(["git", "status", "--porcelain"], cwd=HERE.parent, capture_output=True, text=True).stdout
     figures = {k: _stats([r[k] for r in rounds]) for k in rounds[0]}
-    load = (f"{machine_before['load_avg_1_5_15'][0]:.0f}-{os.getloadavg()[0]:.0f} "
-            "(1-min load average before and after; other clusters running beside it)")
+    load = (
+        f"{machine_before['load_avg_1_5_15'][0]:.0f}-{os.getloadavg()[0]:.0f} "
+        "(1-min load average before and after; other clusters running beside it)"
+    )
     doc: dict[str, Any] = {
-        "recorded": {"date": started[:10], "commit": commit.strip()[:7], "machine": _machine_line(), "load": load,
-                     "source": "written by the benchmark when it ran"},
+        "recorded": {
+            "date": started[:10],
+            "commit": commit.strip()[:7],
+            "machine": _machine_line(),
+            "load": load,
+            "source": "written by the benchmark when it ran",
+        },
         "benchmark": "benchmarks/reconcile_latency.py",
         "what": "LWS spec.partition lowered 1 -> 0 on a held rollout: seconds from the PATCH acknowledged to the "
-                "leader StatefulSet's partition 0 seen (leader_sts_write) and to group 0's leader pod seen deleting "
-                "(pod_deleting), client-side watches",
+        "leader StatefulSet's partition 0 seen (leader_sts_write) and to group 0's leader pod seen deleting "
+        "(pod_deleting), client-side watches",
         "date": started,
         "commit": commit.strip(),
         "worktree_dirty": bool(dirty.strip()),
@@ -177,9 +227,11 @@ def main() -> None:
     }
     Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
     f = figures
-    print(f"{len(rounds)} rounds: leader StatefulSet write median {f['leader_sts_write']['median']} s, max "
-          f"{f['leader_sts_write']['max']} s; pod deleting median {f['pod_deleting']['median']} s, max "
-          f"{f['pod_deleting']['max']} s -> {args.out}")
+    print(
+        f"{len(rounds)} rounds: leader StatefulSet write median {f['leader_sts_write']['median']} s, max "
+        f"{f['leader_sts_write']['max']} s; pod deleting median {f['pod_deleting']['median']} s, max "
+        f"{f['pod_deleting']['max']} s -> {args.out}"
+    )
 
 
 if __name__ == "__main__":

@@ -51,19 +51,51 @@ def one_round(api: client.ApiClient, profile: Any, i: int) -> float:
     ns, cq, name = f"surge-{i}", f"surge-cq-{i}", "s"
     core.create_namespace({"metadata": {"name": ns}})
     gpu = profile.topology.gpu_resource
-    custom.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", {
-        "apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterQueue", "metadata": {"name": cq},
-        "spec": {"namespaceSelector": {}, "resourceGroups": [{
-            "coveredResources": ["cpu", "memory", gpu],
-            "flavors": [{"name": profile.kueue_flavor_name, "resources": [
-                {"name": "cpu", "nominalQuota": "100"}, {"name": "memory", "nominalQuota": "100Gi"},
-                {"name": gpu, "nominalQuota": "6"}]}]}]}})
-    custom.create_namespaced_custom_object(GROUP, VERSION, ns, "localqueues", {
-        "apiVersion": f"{GROUP}/{VERSION}", "kind": "LocalQueue", "metadata": {"name": "lq"},
-        "spec": {"clusterQueue": cq}})
+    custom.create_cluster_custom_object(
+        GROUP,
+        VERSION,
+        "clusterqueues",
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "ClusterQueue",
+            "metadata": {"name": cq},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory", gpu],
+                        "flavors": [
+                            {
+                                "name": profile.kueue_flavor_name,
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "100"},
+                                    {"name": "memory", "nominalQuota": "100Gi"},
+                                    {"name": gpu, "nominalQuota": "6"},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+    )
+    custom.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        ns,
+        "localqueues",
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq"},
+            "spec": {"clusterQueue": cq},
+        },
+    )
     obj = workloads.lws(name, replicas=2, size=2, gpus=1, gpu_resource=gpu, queue="lq")
     obj["spec"]["rolloutStrategy"] = {
-        "type": "RollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 1}}
+        "type": "RollingUpdate",
+        "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 1},
+    }
     custom.create_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", ns, "leaderworkersets", obj)
     (st,) = wait_for(
         api,
@@ -72,13 +104,17 @@ def one_round(api: client.ApiClient, profile: Any, i: int) -> float:
         what=f"LWS {ns}/{name}",
         condition="2 groups Ready",
         timeout=120,
-        group="leaderworkerset.x-k8s.io", version="v1", namespace=ns, plural="leaderworkersets",
+        group="leaderworkerset.x-k8s.io",
+        version="v1",
+        namespace=ns,
+        plural="leaderworkersets",
     )
     uid = st["metadata"]["uid"]
     surge_wl = workloads.lws_workload_name(name, uid, 2)
     pods: dict[str, float] = {}
     wls: dict[str, float] = {}
     stop, pod_seen, wl_seen = threading.Event(), threading.Event(), threading.Event()
+
     def surge_pod(pod: Any) -> str | None:
         return "surge" if (pod.metadata.labels or {}).get("leaderworkerset.sigs.k8s.io/group-index") == "2" else None
 
@@ -87,18 +123,32 @@ def one_round(api: client.ApiClient, profile: Any, i: int) -> float:
 
     wl_kwargs = {"group": GROUP, "version": VERSION, "namespace": ns, "plural": "workloads"}
     threads = [
-        threading.Thread(target=_watch, args=(core.list_namespaced_pod, pods, surge_pod, pod_seen, stop),
-                         kwargs={"namespace": ns}, daemon=True),
-        threading.Thread(target=_watch, args=(custom.list_namespaced_custom_object, wls, surge_admitted, wl_seen, stop),
-                         kwargs=wl_kwargs, daemon=True),
+        threading.Thread(
+            target=_watch,
+            args=(core.list_namespaced_pod, pods, surge_pod, pod_seen, stop),
+            kwargs={"namespace": ns},
+            daemon=True,
+        ),
+        threading.Thread(
+            target=_watch,
+            args=(custom.list_namespaced_custom_object, wls, surge_admitted, wl_seen, stop),
+            kwargs=wl_kwargs,
+            daemon=True,
+        ),
     ]
     for t in threads:
         t.start()
     time.sleep(0.5)  # let both watches open
     lwt = st["spec"]["leaderWorkerTemplate"]
     lwt["workerTemplate"]["metadata"] = {"annotations": {"bench": str(i)}}
-    custom.patch_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", ns, "leaderworkersets", name,
-                                          {"spec": {"leaderWorkerTemplate": {"workerTemplate": lwt["workerTemplate"]}}})
+    custom.patch_namespaced_custom_object(
+        "leaderworkerset.x-k8s.io",
+        "v1",
+        ns,
+        "leaderworkersets",
+        name,
+        {"spec": {"leaderWorkerTemplate": {"workerTemplate": lwt["workerTemplate"]}}},
+    )
     deadline = time.monotonic() + 60
     for seen in (pod_seen, wl_seen):
         seen.wait(max(0.0, deadline - time.monotonic()))
@@ -125,8 +175,10 @@ def main() -> None:
         api.close()
         cluster.down()
     lat.sort()
-    print(f"surge Workload Admitted after its first pod, {len(lat)} rounds: "
-          f"median {statistics.median(lat):.3f} s, max {lat[-1]:.3f} s, all {[round(x, 3) for x in lat]}")
+    print(
+        f"surge Workload Admitted after its first pod, {len(lat)} rounds: "
+        f"median {statistics.median(lat):.3f} s, max {lat[-1]:.3f} s, all {[round(x, 3) for x in lat]}"
+    )
 
 
 if __name__ == "__main__":

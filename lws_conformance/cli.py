@@ -552,8 +552,12 @@ def cmd_bisect(cfg: RunConfig) -> int:
     """The first commit between --good and --bad where the named requirements break (or, with
     --fixed, start to hold): git bisects, each step builds that commit and runs only their tests."""
     o = cfg.options
-    passed_on = [a for kv in cfg.sets if not kv.startswith((f"sources.{o.component}=", "network.base_port="))
-                 for a in ("--set", kv)]
+    passed_on = [
+        a
+        for kv in cfg.sets
+        if not kv.startswith((f"sources.{o.component}=", "network.base_port="))
+        for a in ("--set", kv)
+    ]
     plan = bisect.Plan(
         component=o.component,
         git=Path(o.git).expanduser() if o.git else Path(),
@@ -763,8 +767,12 @@ def _run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument(
         "--reports", default=_default_reports(), help="where run directories go (default ./reports or $ARTIFACTS)"
     )
-    run.add_argument("-n", "--workers", default="3",
-                     help="pytest-xdist workers (default 3: the fastest with stable verdicts on 2 cores)")
+    run.add_argument(
+        "-n",
+        "--workers",
+        default="3",
+        help="pytest-xdist workers (default 3: the fastest with stable verdicts on 2 cores)",
+    )
     run.add_argument(
         "--shard",
         metavar="K/N",

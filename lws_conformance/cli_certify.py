@@ -95,8 +95,10 @@ def cmd_product_merge(cfg: RunConfig) -> int:
     entry = yaml.safe_load(entry_file.read_text())
     ok, why = _entry_use(entry_file, entry)
     if not ok and not o.draft:
-        raise UserError(f"{entry_file} is not for submission: {why}; run `lwsc run --certify` (or pass --draft "
-                        "to start a draft from it)")
+        raise UserError(
+            f"{entry_file} is not for submission: {why}; run `lwsc run --certify` (or pass --draft "
+            "to start a draft from it)"
+        )
     into = Path(o.into).expanduser() if o.into else None
     if into is not None and not into.is_file():
         raise UserError(f"--into {into} does not exist; give the submission's PRODUCT.yaml (or leave it out)")
@@ -123,8 +125,10 @@ def cmd_product_merge(cfg: RunConfig) -> int:
     out.write_text(submission.render(doc, version))
     print(out)
     found, used = submission.check_file(out, template)
-    print(f"{out}: {len(found)} thing(s) left to fill against {used} (`lwsc product-check --final {out}`):",
-          file=sys.stderr)
+    print(
+        f"{out}: {len(found)} thing(s) left to fill against {used} (`lwsc product-check --final {out}`):",
+        file=sys.stderr,
+    )
     for problem in found:
         print(f"  {problem}", file=sys.stderr)
     return 0
@@ -176,9 +180,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dic
     mrg.add_argument("-o", "--output", required=True, help="the submission's PRODUCT.yaml to write")
     mrg.add_argument("--into", help="an existing submission to merge into (default: the AIConformance template)")
     mrg.add_argument("--k8s-version", help="the template's Kubernetes version, e.g. v1.37 (default: the run's)")
-    mrg.add_argument("--template", help="an AIConformance-<version>.yaml checklist to start from (default: the one "
-                     "shipped for the version)")
-    mrg.add_argument("--draft", action="store_true",
-                     help="also from a run that is not for submission (not --certify, or it did not pass); its notes "
-                     "say so")
+    mrg.add_argument(
+        "--template",
+        help="an AIConformance-<version>.yaml checklist to start from (default: the one shipped for the version)",
+    )
+    mrg.add_argument(
+        "--draft",
+        action="store_true",
+        help="also from a run that is not for submission (not --certify, or it did not pass); its notes say so",
+    )
     return {"verify": cmd_verify, "product-check": cmd_product_check, "product-merge": cmd_product_merge}

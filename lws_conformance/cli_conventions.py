@@ -84,9 +84,7 @@ def check_selection(selection: list[str]) -> None:
     cmd = [sys.executable, "-m", "pytest", str(resources.suites()), "--collect-only", "-q", "-p", "no:cacheprovider"]
     proc = collect_only([*cmd, *selection])
     if proc.returncode == 5:
-        raise UserError(
-            f"--focus/--skip selects no test (-k {selection[-1]!r}); list them with `lwsc run --dry-run`"
-        )
+        raise UserError(f"--focus/--skip selects no test (-k {selection[-1]!r}); list them with `lwsc run --dry-run`")
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["?"]
         raise UserError(f"--focus/--skip is not a valid pytest -k expression: {tail[0]}")
@@ -121,7 +119,7 @@ def completion_script(root: argparse.ArgumentParser, sub: argparse._SubParsersAc
     """A bash completion function for lwsc: subcommands, then each one's flags."""
     top = " ".join(o for a in root._actions for o in a.option_strings)
     cases = "\n".join(
-        f"    {name}) opts=\"{' '.join(o for a in p._actions for o in a.option_strings)}\" ;;"
+        f'    {name}) opts="{" ".join(o for a in p._actions for o in a.option_strings)}" ;;'
         for name, p in sorted(sub.choices.items())
     )
     return f"""_lwsc() {{
@@ -131,7 +129,7 @@ def completion_script(root: argparse.ArgumentParser, sub: argparse._SubParsersAc
   done
   case "$cmd" in
 {cases}
-    *) opts="{top} {' '.join(sorted(sub.choices))}" ;;
+    *) opts="{top} {" ".join(sorted(sub.choices))}" ;;
   esac
   COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 }}

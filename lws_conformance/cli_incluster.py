@@ -155,9 +155,7 @@ def _indexes(api: client.ApiClient, namespace: str) -> list[tuple[str, dict[str,
     listing = client.CoreV1Api(api).list_namespaced_config_map(
         namespace, label_selector=f"{incluster.INDEX_LABEL}=true"
     )
-    return [
-        (_created(cm), {str(k): str(v) for k, v in (cm.get("data") or {}).items()}) for cm in _items(api, listing)
-    ]
+    return [(_created(cm), {str(k): str(v) for k, v in (cm.get("data") or {}).items()}) for cm in _items(api, listing)]
 
 
 def _created(obj: dict[str, Any]) -> str:
@@ -224,8 +222,10 @@ def job_state(api: client.ApiClient, namespace: str, run_id: str | None = None) 
 
 
 def _absent(namespace: str) -> UserError:
-    return UserError(f"no Job {namespace}/{incluster.NAME} and no results there; start one with `lwsc launch` "
-                     "(or `lwsc gen | kubectl apply -f -`)")
+    return UserError(
+        f"no Job {namespace}/{incluster.NAME} and no results there; start one with `lwsc launch` "
+        "(or `lwsc gen | kubectl apply -f -`)"
+    )
 
 
 def _wait(api: client.ApiClient, namespace: str, timeout: float, interval: float) -> JobState:
@@ -274,8 +274,10 @@ def cmd_job_logs(cfg: RunConfig) -> int:
     try:
         state = job_state(api, namespace)
         if not state.pod:
-            raise UserError(f"no pod of Job {namespace}/{incluster.NAME}; its log is e2e.log in the results "
-                            "archive (`lwsc retrieve`)")
+            raise UserError(
+                f"no pod of Job {namespace}/{incluster.NAME}; its log is e2e.log in the results "
+                "archive (`lwsc retrieve`)"
+            )
         core = client.CoreV1Api(api)
         kwargs: dict[str, Any] = {"container": "lwsc", "follow": cfg.options.follow, "_preload_content": False}
         if cfg.options.tail is not None:
@@ -355,8 +357,11 @@ def cmd_launch(cfg: RunConfig) -> int:
             _apply(api, doc)
             print(f"applied {doc['kind']}/{doc['metadata']['name']}", file=sys.stderr)
         if not cfg.options.wait:
-            print(f"started; follow it with `lwsc job-status`, `lwsc job-logs -f`, `lwsc retrieve --wait` "
-                  f"(namespace {cfg.options.namespace})", file=sys.stderr)
+            print(
+                f"started; follow it with `lwsc job-status`, `lwsc job-logs -f`, `lwsc retrieve --wait` "
+                f"(namespace {cfg.options.namespace})",
+                file=sys.stderr,
+            )
             return 0
         return _retrieve(api, cfg, _wait(api, cfg.options.namespace, timeout, cfg.options.interval))
     finally:
@@ -375,15 +380,25 @@ def _apply(api: client.ApiClient, doc: dict[str, Any]) -> None:
             if exc.status != 404:
                 raise
         else:
-            done = [c.type for c in (old.status.conditions or []) if c.status == "True" and c.type in ("Complete",
-                    "Failed")] if old.status else []
+            done = (
+                [
+                    c.type
+                    for c in (old.status.conditions or [])
+                    if c.status == "True" and c.type in ("Complete", "Failed")
+                ]
+                if old.status
+                else []
+            )
             if not done:
-                raise UserError(f"a run is in progress in Job {meta['namespace']}/{meta['name']}; `lwsc job-status`, "
-                                "or delete the Job to start over")
+                raise UserError(
+                    f"a run is in progress in Job {meta['namespace']}/{meta['name']}; `lwsc job-status`, "
+                    "or delete the Job to start over"
+                )
             batch.delete_namespaced_job(meta["name"], meta["namespace"], propagation_policy="Background")
             _gone(lambda: batch.read_namespaced_job(meta["name"], meta["namespace"]))
-    resource.server_side_apply(body=doc, name=meta["name"], namespace=meta.get("namespace"),
-                               field_manager="lwsc", force_conflicts=True)
+    resource.server_side_apply(
+        body=doc, name=meta["name"], namespace=meta.get("namespace"), field_manager="lwsc", force_conflicts=True
+    )
 
 
 def _gone(read: Callable[[], object], timeout: float = 60) -> None:
@@ -420,12 +435,16 @@ def _installed(api: client.ApiClient, namespace: str) -> list[tuple[Any, dict[st
             raise InfraError(f"cannot read {doc['kind']}/{doc['metadata']['name']}: {exc.reason}") from None
         labels = (obj.get("metadata") or {}).get("labels") or {}
         if labels.get("app.kubernetes.io/name") != incluster.NAME:
-            raise UserError(f"{doc['kind']}/{doc['metadata']['name']} was not installed by `lwsc gen`/`launch` (no "
-                            f"label app.kubernetes.io/name={incluster.NAME}); check --namespace, nothing was deleted")
+            raise UserError(
+                f"{doc['kind']}/{doc['metadata']['name']} was not installed by `lwsc gen`/`launch` (no "
+                f"label app.kubernetes.io/name={incluster.NAME}); check --namespace, nothing was deleted"
+            )
         other = {s.get("namespace") for s in obj.get("subjects") or []} - {namespace}
         if doc["kind"] == "ClusterRoleBinding" and other:
-            raise UserError(f"the runner is installed for namespace {', '.join(sorted(map(str, other)))}, not "
-                            f"{namespace}; give --namespace {sorted(map(str, other))[0]} (nothing was deleted)")
+            raise UserError(
+                f"the runner is installed for namespace {', '.join(sorted(map(str, other)))}, not "
+                f"{namespace}; give --namespace {sorted(map(str, other))[0]} (nothing was deleted)"
+            )
         found.append((resource, obj))
     return found
 
@@ -449,15 +468,22 @@ def cmd_delete(cfg: RunConfig) -> int:
             print(f"deleting {obj['kind']}/{obj['metadata']['name']}", file=sys.stderr)
         left = _wait_gone(found, started + timeout)
         if left:
-            raise InfraError(f"still there after {timeout:.0f}s: {'; '.join(left)} (`kubectl get` them; "
-                             "`lwsc delete --timeout` waits longer)")
-        print(f"deleted and gone in {time.monotonic() - started:.1f}s: "
-              f"{', '.join(f'{o['kind']}/{o['metadata']['name']}' for _r, o in found)}")
+            raise InfraError(
+                f"still there after {timeout:.0f}s: {'; '.join(left)} (`kubectl get` them; "
+                "`lwsc delete --timeout` waits longer)"
+            )
+        print(
+            f"deleted and gone in {time.monotonic() - started:.1f}s: "
+            f"{', '.join(f'{o["kind"]}/{o["metadata"]["name"]}' for _r, o in found)}"
+        )
         listing = client.CoreV1Api(api).list_namespace(label_selector=incluster.RUN_LABEL)
         runs = [str(n["metadata"]["name"]) for n in _items(api, listing)]
         if runs:
-            print(f"{len(runs)} namespace(s) of harness runs remain ({', '.join(runs[:5])}"
-                  f"{', ...' if len(runs) > 5 else ''}); `lwsc cleanup --all` deletes them", file=sys.stderr)
+            print(
+                f"{len(runs)} namespace(s) of harness runs remain ({', '.join(runs[:5])}"
+                f"{', ...' if len(runs) > 5 else ''}); `lwsc cleanup --all` deletes them",
+                file=sys.stderr,
+            )
     finally:
         api.close()
     return 0

@@ -78,8 +78,11 @@ def rerun_focus(source: str | None, chosen_otherwise: object) -> str | None:
     ids = [r["id"] for r in recorded.not_passed(rec.summary)]
     if not ids:
         raise UserError(f"--rerun-failed: every requirement of run {rec.run_id} that ran passed; nothing to re-run")
-    print(f"lwsc: re-running the tests of {len(ids)} requirement(s) that did not pass in run {rec.run_id}: "
-          f"{', '.join(ids)}", file=sys.stderr)
+    print(
+        f"lwsc: re-running the tests of {len(ids)} requirement(s) that did not pass in run {rec.run_id}: "
+        f"{', '.join(ids)}",
+        file=sys.stderr,
+    )
     return " or ".join(ids)
 
 
@@ -101,7 +104,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dic
         "  lwsc results 202612060800_sonobuoy_*.tar.gz --mode detailed",
     )
     res.add_argument("source", help="a reports/<run-id> directory, its .tar.gz, or Sonobuoy's results tarball")
-    res.add_argument("--mode", choices=("report", "detailed"), default="report",
-                     help="report (default): what did not pass; detailed: every requirement with its tests and detail")
+    res.add_argument(
+        "--mode",
+        choices=("report", "detailed"),
+        default="report",
+        help="report (default): what did not pass; detailed: every requirement with its tests and detail",
+    )
     return {"results": cmd_results}
-

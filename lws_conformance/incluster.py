@@ -228,8 +228,12 @@ def manifests(image: str, namespace: str = NAMESPACE, run_args: list[str] | None
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
         "subjects": subject,
     }
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": dict(meta),
-            "rules": _rules(OWN_RULES)}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": dict(meta),
+        "rules": _rules(OWN_RULES),
+    }
     role_binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",

@@ -458,7 +458,6 @@ def _record_phase(report: pytest.TestReport) -> None:
             entry.bringups.append(interval)
 
 
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
     """In the controller: results.json, per-requirement summary and Allure metadata."""
     _WORKER_PRIVATE.release()  # in a worker (or a run without workers): its private cluster

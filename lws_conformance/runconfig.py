@@ -20,11 +20,34 @@ from typing import Any
 from .profile import Profile
 
 # What `RunConfig` holds as fields; every other option of the subcommand goes to `options`.
-RESOLVED = frozenset({
-    "command", "profile", "set", "name", "provider", "kubeconfig", "context", "reports", "focus", "skip",
-    "workers", "shard", "certify", "strict", "keep", "dry_run", "allow_destructive", "accept_known_deviations",
-    "in_cluster", "pytest_args", "kind_bin", "docker_bin", "kubectl_bin", "config",
-})
+RESOLVED = frozenset(
+    {
+        "command",
+        "profile",
+        "set",
+        "name",
+        "provider",
+        "kubeconfig",
+        "context",
+        "reports",
+        "focus",
+        "skip",
+        "workers",
+        "shard",
+        "certify",
+        "strict",
+        "keep",
+        "dry_run",
+        "allow_destructive",
+        "accept_known_deviations",
+        "in_cluster",
+        "pytest_args",
+        "kind_bin",
+        "docker_bin",
+        "kubectl_bin",
+        "config",
+    }
+)
 
 
 class Options(Mapping[str, Any]):

@@ -40,7 +40,8 @@ class Choice:
         text = f"cluster: {self.describe()}, chosen by {self.why}"
         if self.unused_kubeconfig:
             how = (
-                "--provider existing" if os.pathsep in self.unused_kubeconfig  # a list: merged, not one file
+                "--provider existing"
+                if os.pathsep in self.unused_kubeconfig  # a list: merged, not one file
                 else '--kubeconfig "$KUBECONFIG" (or --provider existing)'
             )
             text += f"; $KUBECONFIG ({self.unused_kubeconfig}) is not used: to test that cluster, add {how}"

@@ -57,6 +57,8 @@ VARIANT_SKIPS = (
 def simulated(ran_on: str) -> str:
     """Where a test ran ("" = the cluster under test) once it simulated the kubelet."""
     return f"{ran_on}, {SIMULATED}" if ran_on else SIMULATED
+
+
 DEVIATION_SEP = ", "  # an outcome's `deviation`: the matched ids, in order
 
 

@@ -195,6 +195,9 @@ def short_workload_names_wrong(stored: list[str], lws_name: str, lws_uid: str, r
     want = {i: lws_workload_name(lws_name, lws_uid, i, SHORT_WORKLOAD_NAME_MAX) for i in range(replicas)}
     out = [f"group {i}: no Workload {n}" for i, n in want.items() if n not in stored]
     out += [f"Workload {n} is no group's short name {sorted(want.values())}" for n in stored if n not in want.values()]
-    out += [f"Workload {n} has {len(n)} characters, more than {SHORT_WORKLOAD_NAME_MAX}" for n in stored
-            if len(n) > SHORT_WORKLOAD_NAME_MAX]
+    out += [
+        f"Workload {n} has {len(n)} characters, more than {SHORT_WORKLOAD_NAME_MAX}"
+        for n in stored
+        if len(n) > SHORT_WORKLOAD_NAME_MAX
+    ]
     return out

@@ -73,8 +73,17 @@ def _repo(tmp_path: Path, n: int) -> Path:
 
 def _plan(repo: Path, tmp_path: Path, **kw: object) -> Plan:
     args: dict[str, object] = {
-        "component": "lws", "git": repo, "good": "v0.1.0", "bad": "main", "requirements": R, "focus": "",
-        "tries": 1, "fixed": False, "reports": tmp_path / "reports", "base_port": 17500, "lwsc_args": [],
+        "component": "lws",
+        "git": repo,
+        "good": "v0.1.0",
+        "bad": "main",
+        "requirements": R,
+        "focus": "",
+        "tries": 1,
+        "fixed": False,
+        "reports": tmp_path / "reports",
+        "base_port": 17500,
+        "lwsc_args": [],
     }
     args.update(kw)
     return Plan(**args)  # type: ignore[arg-type]
@@ -82,11 +91,15 @@ def _plan(repo: Path, tmp_path: Path, **kw: object) -> Plan:
 
 def _judged_by_content(first_bad: int, skipped: frozenset[int] = frozenset()) -> bisect.StepFn:
     def step(plan: Plan, clone: Path, commit: str, out: Path, progress: bisect.Progress) -> Step:
-        i = int(subprocess.run(["git", "-C", str(clone), "show", f"{commit}:state"], capture_output=True,
-                               text=True, check=True).stdout)
+        i = int(
+            subprocess.run(
+                ["git", "-C", str(clone), "show", f"{commit}:state"], capture_output=True, text=True, check=True
+            ).stdout
+        )
         s = Step(commit, f"change {i}", 0.0, t("error" if i in skipped else ("failed" if i >= first_bad else "passed")))
         s.answer, s.why = judge(s.tries, plan.requirements, plan.fixed)
         return s
+
     return step
 
 
@@ -116,8 +129,11 @@ def test_fixed_mode_finds_where_it_starts_to_hold(tmp_path: Path) -> None:
     repo = _repo(tmp_path, 10)
 
     def fixed_at_4(plan: Plan, clone: Path, commit: str, out: Path, progress: bisect.Progress) -> Step:
-        i = int(subprocess.run(["git", "-C", str(clone), "show", f"{commit}:state"], capture_output=True,
-                               text=True, check=True).stdout)
+        i = int(
+            subprocess.run(
+                ["git", "-C", str(clone), "show", f"{commit}:state"], capture_output=True, text=True, check=True
+            ).stdout
+        )
         s = Step(commit, "", 0.0, t("passed" if i >= 4 else "known-deviation"))
         s.answer, s.why = judge(s.tries, plan.requirements, plan.fixed)
         return s

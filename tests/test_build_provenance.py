@@ -37,7 +37,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with locked("wheel-build"):  # setuptools writes build/ and *.egg-info in the checkout
         proc = subprocess.run(
             [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
-            capture_output=True, text=True, timeout=600,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out
@@ -66,7 +68,10 @@ def _unpacked_sdist(built: Path, into: Path) -> Path:
 def _pip_wheel(tree: Path, out: Path, env: dict[str, str]) -> Path:
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(tree), "--no-deps", "-q", "-w", str(out)],
-        capture_output=True, text=True, timeout=600, env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (whl,) = out.glob("lws_conformance-*.whl")

@@ -24,9 +24,21 @@ def _marked_tests() -> dict[str, set[str]]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "reqs.json"
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "no:cacheprovider",
-             f"--lwsc-requirements-out={out}"],
-            cwd=ROOT, capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "suites",
+                "--collect-only",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--lwsc-requirements-out={out}",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert out.is_file(), f"collection failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
         by_node: dict[str, list[str]] = json.loads(out.read_text())
@@ -83,8 +95,10 @@ OFF = "'ShortWorkloadNames: {{Version: version.MustParse(\"0.17\"), Default: fal
 
 
 def _entry(level: str, statement: str, sources: str) -> str:
-    return (f"requirements:\n- {{id: LWS-X-001, area: x, level: {level}, statement: '{statement}', "
-            f"since: {{lws: v0.1.0}}, sources: [{sources}]}}\n")
+    return (
+        f"requirements:\n- {{id: LWS-X-001, area: x, level: {level}, statement: '{statement}', "
+        f"since: {{lws: v0.1.0}}, sources: [{sources}]}}\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -99,28 +113,49 @@ def _entry(level: str, statement: str, sources: str) -> str:
         ("MUST", "It MUST.", "{kind: api, url: 'lws_types.go', quote: q}", "https"),
         ("MAY", "It MAY.", f"{{kind: api, url: '{API}', quote: q}}", "level"),
         # A release note is not a promise: a "Bug or Regression" (or "Feature") entry makes a SHOULD ...
-        ("MUST", "It MUST.", f"{{kind: changelog, url: '{NOTES}', quote: q, section: Bug or Regression}}",
-         "MUST needs an upstream doc, api or kep"),
-        ("MUST", "It MUST.", f"{{kind: changelog, url: '{NOTES}', quote: q, section: Feature}}, "
-         f"{{kind: code, url: '{API}', quote: q}}", "MUST needs an upstream doc, api or kep"),
+        (
+            "MUST",
+            "It MUST.",
+            f"{{kind: changelog, url: '{NOTES}', quote: q, section: Bug or Regression}}",
+            "MUST needs an upstream doc, api or kep",
+        ),
+        (
+            "MUST",
+            "It MUST.",
+            f"{{kind: changelog, url: '{NOTES}', quote: q, section: Feature}}, {{kind: code, url: '{API}', quote: q}}",
+            "MUST needs an upstream doc, api or kep",
+        ),
         # ... and is filed as a changelog, with its section, never as a doc page.
         ("MUST", "It MUST.", f"{{kind: doc, url: '{NOTES}', quote: q}}", "is a release note"),
-        ("SHOULD", "It SHOULD.", "{kind: doc, url: 'https://github.com/kubernetes-sigs/lws/releases/tag/v0.9.0', "
-         "quote: q}", "is a release note"),
+        (
+            "SHOULD",
+            "It SHOULD.",
+            "{kind: doc, url: 'https://github.com/kubernetes-sigs/lws/releases/tag/v0.9.0', quote: q}",
+            "is a release note",
+        ),
         ("SHOULD", "It SHOULD.", f"{{kind: changelog, url: '{NOTES}', quote: q}}", "names its section"),
         ("SHOULD", "It SHOULD.", f"{{kind: changelog, url: '{NOTES}', quote: q, section: Bugs}}", "names its section"),
         ("SHOULD", "It SHOULD.", f"{{kind: api, url: '{API}', quote: q, section: Feature}}", "only a changelog"),
         ("SHOULD", "It SHOULD.", f"{{kind: changelog, url: '{NOTES}', section: Feature}}", "must quote"),
         # A behaviour behind a feature gate that is off by default is never a MUST, whatever promises it.
-        ("MUST", "It MUST.", f"{{kind: api, url: '{API}', quote: q}}, {{kind: alpha, url: '{GATES}', quote: {OFF}}}",
-         "off by default"),
+        (
+            "MUST",
+            "It MUST.",
+            f"{{kind: api, url: '{API}', quote: q}}, {{kind: alpha, url: '{GATES}', quote: {OFF}}}",
+            "off by default",
+        ),
         ("SHOULD", "It SHOULD.", f"{{kind: alpha, url: '{GATES}', quote: {OFF}}}", "no upstream source"),
-        ("SHOULD", "It SHOULD.", f"{{kind: api, url: '{API}', quote: q}}, {{kind: alpha, url: '{GATES}', quote: q}}",
-         "default false"),
+        (
+            "SHOULD",
+            "It SHOULD.",
+            f"{{kind: api, url: '{API}', quote: q}}, {{kind: alpha, url: '{GATES}', quote: q}}",
+            "default false",
+        ),
     ],
 )
-def test_bad_catalogue_entries_are_rejected(tmp_path: Path, level: str, statement: str, sources: str,
-                                            error: str) -> None:
+def test_bad_catalogue_entries_are_rejected(
+    tmp_path: Path, level: str, statement: str, sources: str, error: str
+) -> None:
     f = tmp_path / "r.yaml"
     f.write_text(_entry(level, statement, sources))
     with pytest.raises(ValueError, match=error):
@@ -129,7 +164,9 @@ def test_bad_catalogue_entries_are_rejected(tmp_path: Path, level: str, statemen
 
 def test_a_well_sourced_entry_loads(tmp_path: Path) -> None:
     f = tmp_path / "r.yaml"
-    f.write_text(_entry("SHOULD", "It SHOULD.", "{kind: issue, url: 'https://github.com/kubernetes-sigs/lws/issues/1'}"))
+    f.write_text(
+        _entry("SHOULD", "It SHOULD.", "{kind: issue, url: 'https://github.com/kubernetes-sigs/lws/issues/1'}")
+    )
     assert catalogue.load(f)["LWS-X-001"].level == "SHOULD"
 
 
@@ -140,8 +177,11 @@ def test_a_well_sourced_entry_loads(tmp_path: Path) -> None:
         ("MUST", f"{{kind: changelog, url: '{NOTES}', quote: q, section: Actions Required Before Upgrading}}"),
         ("MUST", f"{{kind: changelog, url: '{NOTES}', quote: q, section: Urgent Upgrade Notes}}"),
         # A bug-fix note and a default-off gate make a SHOULD.
-        ("SHOULD", f"{{kind: changelog, url: '{NOTES}', quote: q, section: Bug or Regression}}, "
-         f"{{kind: alpha, url: '{GATES}', quote: {OFF}}}"),
+        (
+            "SHOULD",
+            f"{{kind: changelog, url: '{NOTES}', quote: q, section: Bug or Regression}}, "
+            f"{{kind: alpha, url: '{GATES}', quote: {OFF}}}",
+        ),
     ],
 )
 def test_release_notes_and_gates_load_at_their_level(tmp_path: Path, level: str, sources: str) -> None:

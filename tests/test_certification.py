@@ -178,8 +178,9 @@ def test_format_checker_rejects(tmp_path: Path, edit: Any, problem: str) -> None
 def test_snake_case_metadata_is_accepted_and_unanswered_should_is_allowed(tmp_path: Path) -> None:
     doc = _valid()
     doc["metadata"] = {product._snake(k): v for k, v in doc["metadata"].items()}
-    doc["spec"]["accelerators"] = [{"id": "dra_support", "description": "d", "level": "SHOULD", "status": "",
-                                    "evidence": [], "notes": ""}]
+    doc["spec"]["accelerators"] = [
+        {"id": "dra_support", "description": "d", "level": "SHOULD", "status": "", "evidence": [], "notes": ""}
+    ]
     assert product.problems(doc, base=_run_dir(tmp_path), final=True) == []
 
 

@@ -34,8 +34,13 @@ from tests.test_shards import TESTS
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "gate-upstream.yaml"
 PROW = ROOT / "ci" / "prow" / "lws-conformance-presubmits.yaml"
-ACTIONS = {"actions/checkout@v4", "actions/setup-go@v5", "actions/setup-python@v5", "actions/upload-artifact@v4",
-           "actions/download-artifact@v4"}
+ACTIONS = {
+    "actions/checkout@v4",
+    "actions/setup-go@v5",
+    "actions/setup-python@v5",
+    "actions/upload-artifact@v4",
+    "actions/download-artifact@v4",
+}
 SHIM = """#!/bin/sh
 echo "$(basename "$0") $*" >> "$CALLS"
 """
@@ -89,8 +94,11 @@ def _expand(text: str, values: dict[str, str]) -> str:
 
 
 def _plan(stderr: str) -> list[list[str]]:
-    return [shlex.split(line.removeprefix("gate-upstream: ")) for line in stderr.splitlines()
-            if line.startswith("gate-upstream: ")]
+    return [
+        shlex.split(line.removeprefix("gate-upstream: "))
+        for line in stderr.splitlines()
+        if line.startswith("gate-upstream: ")
+    ]
 
 
 def _check_plan(plan: list[list[str]], harness: Path, component: str, source: Path, reports: Path) -> None:
@@ -104,8 +112,13 @@ def _check_plan(plan: list[list[str]], harness: Path, component: str, source: Pa
         assert f"sources.{component}={source}" in args.set, args.set
     args = cli_conventions.finish(cli.parser().parse_args(run))
     assert args.command == "run" and args.accept_known_deviations and Path(args.reports) == reports
-    dry = subprocess.run([sys.executable, "-m", "lws_conformance.cli", *run, "--dry-run", "--focus", "LWS-NAME-001"],
-                         capture_output=True, text=True, timeout=300, cwd=reports.parent)
+    dry = subprocess.run(
+        [sys.executable, "-m", "lws_conformance.cli", *run, "--dry-run", "--focus", "LWS-NAME-001"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=reports.parent,
+    )
     assert dry.returncode == 0, dry.stdout[-2000:] + dry.stderr[-2000:]
     assert "test_identity.py" in dry.stdout
 
@@ -123,9 +136,17 @@ def shards(pytester: pytest.Pytester, plugin_pytester: pytest.Pytester, tmp_path
     out = []
     for k in (1, 2):
         run = tmp_path / "artifacts" / f"reports-{k - 1}" / f"2026010{k}-120000"
-        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0", "--lwsc-run-id=t1",
-                                               f"--lwsc-report-dir={run}", f"--junitxml={run / 'junit_01.xml'}",
-                                               f"--lwsc-shard={k}/2", "--lwsc-accept-known-deviations")
+        result = pytester.runpytest_subprocess(
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            "--lwsc-run-id=t1",
+            f"--lwsc-report-dir={run}",
+            f"--junitxml={run / 'junit_01.xml'}",
+            f"--lwsc-shard={k}/2",
+            "--lwsc-accept-known-deviations",
+        )
         assert result.ret == 0, result.stdout.str()
         out.append(run)
     return out
@@ -143,14 +164,25 @@ def test_the_github_workflow_runs_step_by_step(tmp_path: Path, shards: list[Path
         "matrix.shard": json.loads(inputs["shards"]["default"])[0],
         "runner.temp": str(temp),
     }
-    env = {**os.environ, **_shims(tmp_path, "sudo"), "GITHUB_WORKSPACE": str(ws), "RUNNER_TEMP": str(temp),
-           "GATE_PLAN": "1"}
+    env = {
+        **os.environ,
+        **_shims(tmp_path, "sudo"),
+        "GITHUB_WORKSPACE": str(ws),
+        "RUNNER_TEMP": str(temp),
+        "GATE_PLAN": "1",
+    }
     plans = []
     for step in _steps(doc["jobs"]["shard"]):
         if "run" in step:
             step_env = {k: _expand(str(v), values) for k, v in (step.get("env") or {}).items()}
-            proc = subprocess.run(["bash", "-e", "-c", _expand(step["run"], values)], cwd=ws, env={**env, **step_env},
-                                  capture_output=True, text=True, timeout=120)
+            proc = subprocess.run(
+                ["bash", "-e", "-c", _expand(step["run"], values)],
+                cwd=ws,
+                env={**env, **step_env},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert proc.returncode == 0, (step["name"], proc.stderr)
             plans += _plan(proc.stderr)
     _check_plan(plans, harness, "lws", upstream, temp / "reports")
@@ -172,8 +204,14 @@ def _merge_job(doc: dict[str, Any], ws: Path, env: dict[str, str], values: dict[
     for step in _steps(doc["jobs"]["merge"]):
         if "run" in step:
             step_env = {k: _expand(str(v), values) for k, v in (step.get("env") or {}).items()}
-            proc = subprocess.run(["bash", "-e", "-c", _expand(step["run"], values)], cwd=ws, env={**env, **step_env},
-                                  capture_output=True, text=True, timeout=300)
+            proc = subprocess.run(
+                ["bash", "-e", "-c", _expand(step["run"], values)],
+                cwd=ws,
+                env={**env, **step_env},
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             codes.append(proc.returncode)
     return codes
 
@@ -192,13 +230,20 @@ def test_the_prow_presubmits_run_their_command(tmp_path: Path, job: str) -> None
     (container,) = spec["spec"]["containers"]
     artifacts = tmp_path / "artifacts"
     artifacts.mkdir()
-    env = {**os.environ, **_shims(tmp_path, "apt-get"), "ARTIFACTS": str(artifacts), "GATE_PLAN": "1",
-           **{e["name"]: e["value"] for e in container.get("env", [])}}
-    proc = subprocess.run([*container["command"], *container["args"]], cwd=checkout, env=env, capture_output=True,
-                          text=True, timeout=120)
+    env = {
+        **os.environ,
+        **_shims(tmp_path, "apt-get"),
+        "ARTIFACTS": str(artifacts),
+        "GATE_PLAN": "1",
+        **{e["name"]: e["value"] for e in container.get("env", [])},
+    }
+    proc = subprocess.run(
+        [*container["command"], *container["args"]], cwd=checkout, env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     _check_plan(_plan(proc.stderr), harness, component, checkout, artifacts)
     kind = env.get("PROVIDER") == "kind"
     assert ("--profile" in _plan(proc.stderr)[2]) == kind and container.get("securityContext", {}).get(
-        "privileged", False) == kind
+        "privileged", False
+    ) == kind
     assert "apt-get install" in (tmp_path / "calls.log").read_text()

@@ -17,7 +17,7 @@ PAIRING = (
     "then paired at seq 9 [objects: LeaderWorkerSet/x]\ntimeline: /tmp/x.timeline.json\npicture: /tmp/x.svg"
 )
 
-TESTS = f'''
+TESTS = f"""
 import pytest
 
 @pytest.mark.requirement("ROLL-SURGE-001")
@@ -38,9 +38,9 @@ def test_sibling_not_applicable(claim):
         assert False, "v0.9.0 does not validate this"
     with claim("ROLL-REV-001"):
         assert 1 == 1
-'''
+"""
 
-MUST_FAILS = '''
+MUST_FAILS = """
 import pytest
 
 @pytest.mark.requirement("ROLL-AVAIL-001")
@@ -50,9 +50,9 @@ def test_must_fails(claim):
         assert False, "3 groups unavailable, maxUnavailable 1"
     with claim("ROLL-COND-002"):
         assert False, "UpdateInProgress=True without Progressing=True: {}; lasted 7 status write(s), never paired"
-'''
+"""
 
-BROKEN_FIXTURE = '''
+BROKEN_FIXTURE = """
 import pytest
 
 @pytest.fixture
@@ -62,14 +62,15 @@ def private_thing():
 @pytest.mark.requirement("ROLL-FAULT-001")
 def test_needs_fixture(private_thing):
     pass
-'''
+"""
 
 
 def _run(pytester: pytest.Pytester, *args: str, **files: str) -> tuple[pytest.RunResult, dict[str, dict[str, Any]]]:
     pytester.makepyfile(**files)
     out = pytester.path / "report"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0", "--lwsc-run-id=t1",
-                                           f"--lwsc-report-dir={out}", *args)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "0", "--lwsc-run-id=t1", f"--lwsc-report-dir={out}", *args
+    )
     doc = json.loads((out / "summary.json").read_text())
     return result, {r["id"]: r for r in doc["requirements"]}
 
@@ -110,10 +111,12 @@ def test_a_setup_error_is_error_never_not_run_and_exit_3(pytester: pytest.Pytest
     assert _exit_code(1, pytester.path / "report") == 1  # certify: an errored MUST fails
 
 
-RACE = ("kubernetes-sigs/lws#998 picture in 1 of 4 groups whose worker's Node was deleted: workers n-1-1 replaced "
-        "alone (new UID) after pod GC removed them, leaders n-1 kept their UIDs for the whole rebuild deadline and "
-        "30 s after it; the other groups were recreated whole")
-NODE_LOSS = f'''
+RACE = (
+    "kubernetes-sigs/lws#998 picture in 1 of 4 groups whose worker's Node was deleted: workers n-1-1 replaced "
+    "alone (new UID) after pod GC removed them, leaders n-1 kept their UIDs for the whole rebuild deadline and "
+    "30 s after it; the other groups were recreated whole"
+)
+NODE_LOSS = f"""
 import pytest
 from lws_conformance.errors import Failures
 
@@ -131,7 +134,7 @@ def test_a_node_that_never_returns(claim, second):
             assert False, "group 2 was not recreated within 10 s after its worker's Node was taken out of service"
         if second == "several":
             raise Failures([{RACE!r}, "leader n-3 is Running on the deleted Node"])
-'''
+"""
 
 
 @pytest.mark.usefixtures("plugin_pytester")
@@ -151,8 +154,10 @@ def test_must_known_deviations_only_exit_4_unless_accepted(pytester: pytest.Pyte
     doc = json.loads((pytester.path / "report" / "summary.json").read_text())
     assert rows["CHAOS-NODE-001"]["verdict"] == "known-deviation"
     assert _exit_code(result.ret, pytester.path / "report") == 4 and doc["conclusion"]["code"] == 4
-    assert "CHAOS-NODE-001 (lws-998-node-loss: https://github.com/kubernetes-sigs/lws/issues/998" in (
-        doc["conclusion"]["line"])
+    assert (
+        "CHAOS-NODE-001 (lws-998-node-loss: https://github.com/kubernetes-sigs/lws/issues/998"
+        in (doc["conclusion"]["line"])
+    )
     md = (pytester.path / "report" / "summary.md").read_text().splitlines()
     assert md[2].startswith("**not conformant: listed upstream bugs only: 1 MUST known deviation(s)")
     assert "## MUST promises broken by listed upstream bugs" in md
@@ -164,13 +169,13 @@ def test_must_known_deviations_only_exit_4_unless_accepted(pytester: pytest.Pyte
     assert _exit_code(1, pytester.path / "report") == 1  # certify: a MUST known deviation fails unless accepted
 
 
-PROFILE_SKIP = '''
+PROFILE_SKIP = """
 import pytest
 
 @pytest.mark.requirement("KUEUE-MK-001")
 def test_needs_multikueue():
     pytest.skip("not-applicable: the cluster under test is no MultiKueue set")
-'''
+"""
 
 
 @pytest.mark.usefixtures("plugin_pytester")
@@ -183,7 +188,7 @@ def test_a_skip_is_not_run_whatever_its_text_says_and_fails_certify(pytester: py
     assert _exit_code(0, pytester.path / "report") == 1
 
 
-FORBIDDEN = '''
+FORBIDDEN = """
 import pytest
 from kubernetes.client.exceptions import ApiException
 
@@ -210,7 +215,7 @@ def test_a_webhook_not_listening(claim):
                 'dial tcp 127.0.0.1:19320: connect: connection refused","reason":"InternalError","code":500}')
     with claim("ROLL-SURGE-001"):
         raise exc
-'''
+"""
 
 
 @pytest.mark.usefixtures("plugin_pytester")
@@ -226,7 +231,7 @@ def test_an_rbac_403_is_error_and_a_webhook_403_a_verdict(pytester: pytest.Pytes
     assert surge["verdict"] == "error" and "failed calling webhook" in surge["detail"]
 
 
-OUTSIDE = '''
+OUTSIDE = """
 import pytest
 
 @pytest.mark.requirement("ROLL-SURGE-001")
@@ -240,7 +245,7 @@ def test_crashes_after_its_claim(claim):
     with claim("ROLL-AVAIL-001"):
         assert True
     raise RuntimeError("the harness broke")
-'''
+"""
 
 
 @pytest.mark.usefixtures("plugin_pytester")
@@ -256,7 +261,7 @@ def test_a_failure_outside_every_claim_never_leaves_a_claimed_requirement_passed
     assert "harness broke" in crash["detail"]
 
 
-AFTER_DEVIATION = f'''
+AFTER_DEVIATION = f"""
 import pytest
 
 @pytest.mark.requirement("CHAOS-NODE-001")
@@ -271,7 +276,7 @@ def test_a_should_deviation_then_an_unrelated_failure(claim):
     with claim("ROLL-COND-002"):
         assert False, {PAIRING!r}
     assert False, "the LWS lost its UpdateInProgress condition"
-'''
+"""
 
 
 @pytest.mark.usefixtures("plugin_pytester")
@@ -291,7 +296,7 @@ def test_a_failure_outside_claims_is_never_swallowed_by_a_matched_deviation(pyte
     assert _exit_code(1, pytester.path / "report") == 1
 
 
-INCOMPLETE = '''
+INCOMPLETE = """
 import pytest
 from lws_conformance.observe import Timeline, verify
 
@@ -303,7 +308,7 @@ def test_a_watch_gap(claim, tmp_path):
         verify(tl, tmp_path, "gap")
     with claim("ROLL-AVAIL-001"):
         assert True
-'''
+"""
 
 
 @pytest.mark.usefixtures("plugin_pytester")
@@ -318,7 +323,7 @@ def test_an_incomplete_recording_is_error_never_a_must_failure(pytester: pytest.
     assert _exit_code(1, pytester.path / "report") == 3
 
 
-UNCLAIMED = '''
+UNCLAIMED = """
 import pytest
 
 @pytest.mark.requirement("ROLL-SURGE-001")
@@ -334,7 +339,7 @@ def test_claims_one_of_two(claim):
 def test_one_requirement_per_case(claim, rid):
     with claim(rid):
         assert True
-'''
+"""
 
 
 @pytest.mark.usefixtures("plugin_pytester")

@@ -31,7 +31,8 @@ def test_global_flags_after_the_subcommand() -> None:
 
 def _kubeconfig(path: Path, context: str, server: str, current: bool = True) -> Path:
     path.write_text(
-        "apiVersion: v1\nkind: Config\n" + (f"current-context: {context}\n" if current else "")
+        "apiVersion: v1\nkind: Config\n"
+        + (f"current-context: {context}\n" if current else "")
         + f"clusters: [{{name: {context}-c, cluster: {{server: '{server}'}}}}]\n"
         f"contexts: [{{name: {context}, context: {{cluster: {context}-c, user: {context}-u}}}}]\n"
         f"users: [{{name: {context}-u, user: {{token: t}}}}]\n"
@@ -63,7 +64,11 @@ def test_focus_selecting_nothing_is_exit_2_before_any_cluster(tmp_path: Path) ->
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "LWSC_STATE_DIR": str(tmp_path / "state")}
     proc = subprocess.run(
         [sys.executable, "-m", "lws_conformance.cli", "run", "--name", "h17-nothing", "--focus", "NO-SUCH-REQ"],
-        capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
     )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [

@@ -31,12 +31,17 @@ def test_colour_only_on_a_terminal_without_no_color(monkeypatch: pytest.MonkeyPa
 @pytest.fixture
 def one_node_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     """`lwsc discover` against a cluster of one node, without an API server."""
-    node = {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
-            "status": {"capacity": {"cpu": "8"}, "allocatable": {"cpu": "8"}}}
+    node = {
+        "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+        "status": {"capacity": {"cpu": "8"}, "allocatable": {"cpu": "8"}},
+    }
     monkeypatch.setattr(cli, "_api_for", lambda cfg: (existing.Target(Path("/k"), "c", "https://k"), {}))
     monkeypatch.setattr(cli, "api_client", lambda *a: types.SimpleNamespace(close=lambda: None))
-    monkeypatch.setattr(cli.client, "CoreV1Api", lambda api: types.SimpleNamespace(
-        list_node=lambda: types.SimpleNamespace(items=[node])))
+    monkeypatch.setattr(
+        cli.client,
+        "CoreV1Api",
+        lambda api: types.SimpleNamespace(list_node=lambda: types.SimpleNamespace(items=[node])),
+    )
     monkeypatch.setattr(cli, "to_dict", lambda api, n: n)
     monkeypatch.setattr(cli.preflight, "detect", lambda api, c, known: types.SimpleNamespace(version=None))
 

@@ -16,8 +16,15 @@ from kubernetes import client
 from lws_conformance.k8s.client import api_client
 
 VERSION = {
-    "major": "1", "minor": "36", "gitVersion": "v1.36.3", "gitCommit": "x", "gitTreeState": "clean",
-    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25", "compiler": "gc", "platform": "linux/amd64",
+    "major": "1",
+    "minor": "36",
+    "gitVersion": "v1.36.3",
+    "gitCommit": "x",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.25",
+    "compiler": "gc",
+    "platform": "linux/amd64",
 }
 
 
@@ -91,9 +98,13 @@ def test_a_transient_api_answer_is_retried_by_waits_and_classified() -> None:
         calls.append(1)
         if len(calls) == 1:
             raise busy
-        return {"kind": "ConfigMapList", "metadata": {"resourceVersion": "7"},
-                "items": [{"metadata": {"name": "a", "namespace": "n"}}]}
+        return {
+            "kind": "ConfigMapList",
+            "metadata": {"resourceVersion": "7"},
+            "items": [{"metadata": {"name": "a", "namespace": "n"}}],
+        }
 
-    got = wait_for(client.ApiClient(), list_fn, lambda items: items or None, what="ConfigMaps", condition="one",
-                   timeout=10)
+    got = wait_for(
+        client.ApiClient(), list_fn, lambda items: items or None, what="ConfigMaps", condition="one", timeout=10
+    )
     assert [i["metadata"]["name"] for i in got] == ["a"] and len(calls) == 2

@@ -21,8 +21,15 @@ from lws_conformance.install import pki
 from lws_conformance.providers import existing
 
 VERSION = {
-    "major": "1", "minor": "36", "gitVersion": "v1.36.3", "gitCommit": "x", "gitTreeState": "clean",
-    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.26", "compiler": "gc", "platform": "linux/amd64",
+    "major": "1",
+    "minor": "36",
+    "gitVersion": "v1.36.3",
+    "gitCommit": "x",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.26",
+    "compiler": "gc",
+    "platform": "linux/amd64",
 }
 
 
@@ -76,9 +83,7 @@ def kubeconfig(tmp_path: Path, server: str, extra: str = "") -> Path:
 
 
 @pytest.fixture
-def lwsc(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Iterator[object]:
+def lwsc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Iterator[object]:
     """`lwsc ARGS` in this process, in an empty directory: (exit code, stderr lines)."""
     work = tmp_path / "cwd"
     work.mkdir()
@@ -200,7 +205,8 @@ echo '{{"apiVersion": "{EXEC_API}", "kind": "ExecCredential", "status": {{"token
 def _listed(tmp_path: Path, name: str, server: str, user: str, current: bool) -> Path:
     kc = tmp_path / f"{name}.kubeconfig"
     kc.write_text(
-        "apiVersion: v1\nkind: Config\n" + (f"current-context: {name}-ctx\n" if current else "")
+        "apiVersion: v1\nkind: Config\n"
+        + (f"current-context: {name}-ctx\n" if current else "")
         + f"clusters: [{{name: {name}-c, cluster: {{server: '{server}'}}}}]\n"
         f"contexts: [{{name: {name}-ctx, context: {{cluster: {name}-c, user: {name}-u}}}}]\n"
         f"users: [{{name: {name}-u, user: {user}}}]\n"

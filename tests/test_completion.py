@@ -23,8 +23,10 @@ def _complete(script: Path, *words: str) -> list[str]:
     """What bash offers for the last of `words` (the line typed so far), as it calls the function."""
     line = " ".join(words)
     quoted = " ".join(f"'{w}'" for w in words)
-    probe = (f"source {script}; COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; COMP_LINE='{line}'; "
-             'COMP_POINT=${#COMP_LINE}; _shtab_lwsc; printf "%s\\n" "${COMPREPLY[@]}"')
+    probe = (
+        f"source {script}; COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; COMP_LINE='{line}'; "
+        'COMP_POINT=${#COMP_LINE}; _shtab_lwsc; printf "%s\\n" "${COMPREPLY[@]}"'
+    )
     return subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True).stdout.split()
 
 

@@ -37,8 +37,10 @@ def test_must_known_deviations_only_is_4_naming_each_and_saying_which_were_not_f
     assert end.code == 4 and end.line.startswith("not conformant: listed upstream bugs only: 2 MUST known deviation(s)")
     assert "K (up-1: https://github.com/kubernetes-sigs/lws/issues/1)" in end.line
     assert "L (rep-2: not reported upstream yet: ready-to-file report docs/upstream/R.md)" in end.line
-    assert end.known == ["K (up-1: https://github.com/kubernetes-sigs/lws/issues/1)",
-                         "L (rep-2: not reported upstream yet: ready-to-file report docs/upstream/R.md)"]
+    assert end.known == [
+        "K (up-1: https://github.com/kubernetes-sigs/lws/issues/1)",
+        "L (rep-2: not reported upstream yet: ready-to-file report docs/upstream/R.md)",
+    ]
 
 
 def test_accepting_known_deviations_gives_0_and_records_it() -> None:

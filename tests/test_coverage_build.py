@@ -58,9 +58,7 @@ def test_bad_coverage_value_is_a_user_error() -> None:
 
 def test_coverage_dir_is_the_given_one_or_per_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LWSC_CACHE_DIR", str(tmp_path / "cache"))
-    assert (
-        coverage_dir(load_profile(overrides=["build.coverage=true"]), "c1") == tmp_path / "cache" / "coverage" / "c1"
-    )
+    assert coverage_dir(load_profile(overrides=["build.coverage=true"]), "c1") == tmp_path / "cache" / "coverage" / "c1"
     given = load_profile(overrides=["build.coverage=true", f"build.coverage_dir={tmp_path / 'cov'}"])
     assert coverage_dir(given, "c1") == tmp_path / "cov"
 

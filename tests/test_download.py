@@ -46,8 +46,11 @@ def _publish(root: Path) -> None:
         tar.addfile(member, io.BytesIO(b"#!etcd\n"))
     tgz = f"etcd-{ETCD}-linux-{ARCH}.tar.gz"
     _write(root, f"github.com/etcd-io/etcd/releases/download/{ETCD}/{tgz}", buf.getvalue())
-    _write(root, f"github.com/etcd-io/etcd/releases/download/{ETCD}/SHA256SUMS",
-           f"{_sha(buf.getvalue())}  {tgz}\n{'0' * 64}  other.tar.gz\n".encode())
+    _write(
+        root,
+        f"github.com/etcd-io/etcd/releases/download/{ETCD}/SHA256SUMS",
+        f"{_sha(buf.getvalue())}  {tgz}\n{'0' * 64}  other.tar.gz\n".encode(),
+    )
     kwok = b"#!kwok\n"
     _write(root, f"github.com/kubernetes-sigs/kwok/releases/download/{KWOK}/kwok-linux-{ARCH}", kwok)
     api = {"assets": [{"name": f"kwok-linux-{ARCH}", "digest": f"sha256:{_sha(kwok)}"}]}
@@ -77,11 +80,14 @@ def _said() -> tuple[list[str], object]:
     return said, said.append
 
 
-@pytest.mark.parametrize(("component", "version", "binaries"), [
-    ("kubernetes", K8S, ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"]),
-    ("etcd", ETCD, ["etcd"]),
-    ("kwok", KWOK, ["kwok"]),
-])
+@pytest.mark.parametrize(
+    ("component", "version", "binaries"),
+    [
+        ("kubernetes", K8S, ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"]),
+        ("etcd", ETCD, ["etcd"]),
+        ("kwok", KWOK, ["kwok"]),
+    ],
+)
 def test_verified_release_binaries_are_cached(mirror: Path, component: str, version: str, binaries: list[str]) -> None:
     said, say = _said()
     out = download.fetch(component, version, say)  # type: ignore[arg-type]
@@ -92,11 +98,14 @@ def test_verified_release_binaries_are_cached(mirror: Path, component: str, vers
     assert any("verified (sha256)" in m for m in said)
 
 
-@pytest.mark.parametrize(("component", "version", "corrupt"), [
-    ("kubernetes", K8S, f"dl.k8s.io/release/{K8S}/bin/linux/{ARCH}/kube-scheduler.sha256"),
-    ("etcd", ETCD, f"github.com/etcd-io/etcd/releases/download/{ETCD}/SHA256SUMS"),
-    ("kwok", KWOK, f"api.github.com/repos/kubernetes-sigs/kwok/releases/tags/{KWOK}"),
-])
+@pytest.mark.parametrize(
+    ("component", "version", "corrupt"),
+    [
+        ("kubernetes", K8S, f"dl.k8s.io/release/{K8S}/bin/linux/{ARCH}/kube-scheduler.sha256"),
+        ("etcd", ETCD, f"github.com/etcd-io/etcd/releases/download/{ETCD}/SHA256SUMS"),
+        ("kwok", KWOK, f"api.github.com/repos/kubernetes-sigs/kwok/releases/tags/{KWOK}"),
+    ],
+)
 def test_a_wrong_checksum_is_refused_and_nothing_is_cached(
     mirror: Path, component: str, version: str, corrupt: str
 ) -> None:

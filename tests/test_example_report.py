@@ -15,8 +15,12 @@ EXAMPLE = ROOT / "docs" / "example-report"
 def test_the_example_report_is_rendered_from_its_real_run() -> None:
     recorded = json.loads((EXAMPLE / "results.json").read_text())
     assert recorded["results"] and recorded["harness"]["commit"] not in ("", "unknown")  # a real run's record
-    check = subprocess.run([sys.executable, str(ROOT / "scripts" / "render-example-report"), "--check"],
-                           capture_output=True, text=True, timeout=300)
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "render-example-report"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert check.returncode == 0, check.stderr
 
 

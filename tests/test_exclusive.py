@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-TESTS = '''
+TESTS = """
 import os, time, pytest
 
 def _spell(tag):
@@ -24,7 +24,7 @@ def test_x(i):
 @pytest.mark.parametrize("i", range(4))
 def test_free(i):
     _spell("free")
-'''
+"""
 
 
 def _overlaps(spells: list[tuple[float, float]]) -> int:

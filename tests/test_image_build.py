@@ -77,8 +77,9 @@ def test_the_image_installs_from_its_wheelhouse_with_no_index(tmp_path: Path) ->
     wheels = tmp_path / "wheels"
     env = {**os.environ, "WHEELS_ONLY": "1", "WHEELS": str(wheels), "PYTHON": sys.executable}
     with locked("wheel-build"):  # pip wheel . writes build/ in the checkout
-        built = subprocess.run([str(ROOT / "scripts/build-image")], capture_output=True, text=True, env=env,
-                               timeout=900, cwd=ROOT)
+        built = subprocess.run(
+            [str(ROOT / "scripts/build-image")], capture_output=True, text=True, env=env, timeout=900, cwd=ROOT
+        )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     assert (wheels / "constraints.txt").is_file()
     args = [a.replace("/tmp/wheels", str(wheels)) for a in _containerfile_install()]
@@ -86,8 +87,13 @@ def test_the_image_installs_from_its_wheelhouse_with_no_index(tmp_path: Path) ->
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     offline = {k: v for k, v in os.environ.items() if k not in NO_INDEX_ENV}
-    install = subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", *args],
-                             capture_output=True, text=True, env=offline, timeout=900)
+    install = subprocess.run(
+        [str(venv / "bin/python"), "-m", "pip", "install", "-q", *args],
+        capture_output=True,
+        text=True,
+        env=offline,
+        timeout=900,
+    )
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     version = subprocess.run([str(venv / "bin/lwsc"), "--version"], capture_output=True, text=True, cwd=tmp_path)
     assert version.returncode == 0, version.stderr

@@ -17,8 +17,11 @@ def test_registry_override_rewrites_every_image_of_a_workload(monkeypatch: pytes
         obj = workloads.lws("x", replicas=1, size=2)
     finally:
         workloads._template.cache_clear()
-    found = [c["image"] for t in ("leaderTemplate", "workerTemplate")
-             for c in obj["spec"]["leaderWorkerTemplate"][t]["spec"]["containers"]]
+    found = [
+        c["image"]
+        for t in ("leaderTemplate", "workerTemplate")
+        for c in obj["spec"]["leaderWorkerTemplate"][t]["spec"]["containers"]
+    ]
     assert found and all(i == "mirror.local/k8s/nginx-slim:0.27" for i in found)
     assert images.mirrored("docker.io/library/busybox", "m.local") == "docker.io/library/busybox"  # only k8s's
     assert images.ref("workload", "") == "registry.k8s.io/nginx-slim:0.27"

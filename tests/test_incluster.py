@@ -20,8 +20,15 @@ from lws_conformance import cli, cli_incluster, incluster
 from lws_conformance.errors import UserError
 
 KINDS = [
-    "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Job",
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "Job",
 ]
 
 
@@ -64,8 +71,12 @@ def test_every_write_the_role_grants_is_held_to_what_the_runs_create() -> None:
     marked = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
     assert all(f"'{incluster.RUN_LABEL}' in" in marked[n] for n in ("newMarked", "oldMarked", "namespaceMarked"))
     # a write added to the role without the policy covering it is caught
-    widened = {"rules": [*docs["ClusterRole"]["rules"], {"apiGroups": ["apps"], "resources": ["deployments"],
-                                                          "verbs": ["delete"]}]}
+    widened = {
+        "rules": [
+            *docs["ClusterRole"]["rules"],
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["delete"]},
+        ]
+    }
     assert incluster.unscoped_writes(widened, policy) == ["apps/deployments ['delete']"]
     role = docs["Role"]
     assert role["rules"] == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create"]}]
@@ -205,7 +216,9 @@ def test_results_configmaps_reassemble_the_archive_and_refuse_a_broken_set() -> 
     data = os.urandom(incluster.PART_BYTES * 2 + 1000)
     docs = incluster.results_configmaps("20261202-010203", data, {"exit-code": "4", "pod": "p"}, "ns")
     assert [d["metadata"]["name"] for d in docs] == [
-        "lwsc-results-20261202-010203-0", "lwsc-results-20261202-010203-1", "lwsc-results-20261202-010203-2",
+        "lwsc-results-20261202-010203-0",
+        "lwsc-results-20261202-010203-1",
+        "lwsc-results-20261202-010203-2",
         "lwsc-results-20261202-010203",
     ]
     sizes = [len(base64.b64decode(d["binaryData"]["part"])) for d in docs[:-1]]

@@ -51,10 +51,21 @@ class Sim:
     def __init__(self, replicas: int = 2, size: int = 2, mu: int | str = 1, ms: int | str = 0, partition: int = 0):
         self.events: list[Event] = []
         self.gen = 1
-        self.spec: Obj = {"replicas": replicas, "size": size, "partition": partition, "maxUnavailable": mu,
-                          "maxSurge": ms, "template": "t1"}
-        self.status: Obj = {"replicas": 0, "readyReplicas": 0, "updatedReplicas": 0, "observedGeneration": 1,
-                            "conditions": {}}
+        self.spec: Obj = {
+            "replicas": replicas,
+            "size": size,
+            "partition": partition,
+            "maxUnavailable": mu,
+            "maxSurge": ms,
+            "template": "t1",
+        }
+        self.status: Obj = {
+            "replicas": 0,
+            "readyReplicas": 0,
+            "updatedReplicas": 0,
+            "observedGeneration": 1,
+            "conditions": {},
+        }
         self.uids: dict[str, str] = {}
         self.leader_sts: Obj | None = None
         self._uid = 0
@@ -63,8 +74,13 @@ class Sim:
         n = len(self.events) + 1
         self.events.append(Event(n - 1, n * 0.01, 0.0, kind, etype, {**obj, "rv": str(n)}, source))
 
-    def lws(self, etype: str = "MODIFIED", spec: Obj | None = None, status: Obj | None = None,
-            conditions: dict[str, str] | None = None) -> None:
+    def lws(
+        self,
+        etype: str = "MODIFIED",
+        spec: Obj | None = None,
+        status: Obj | None = None,
+        conditions: dict[str, str] | None = None,
+    ) -> None:
         if spec:
             self.spec = {**self.spec, **spec}
             self.gen += 1
@@ -72,42 +88,81 @@ class Sim:
             self.status = {**self.status, **status}
         if conditions is not None:
             self.status = {**self.status, "conditions": {**self.status["conditions"], **conditions}}
-        self.emit("LeaderWorkerSet", etype, {"name": L, "uid": "lws", "generation": self.gen,
-                                             "spec": dict(self.spec), "status": dict(self.status)})
+        self.emit(
+            "LeaderWorkerSet",
+            etype,
+            {"name": L, "uid": "lws", "generation": self.gen, "spec": dict(self.spec), "status": dict(self.status)},
+        )
 
     def settle_status(self, ready: int, updated: int, conds: dict[str, str], replicas: int | None = None) -> None:
-        self.lws(status={"observedGeneration": self.gen, "readyReplicas": ready, "updatedReplicas": updated,
-                         "replicas": self.spec["replicas"] if replicas is None else replicas}, conditions=conds)
+        self.lws(
+            status={
+                "observedGeneration": self.gen,
+                "readyReplicas": ready,
+                "updatedReplicas": updated,
+                "replicas": self.spec["replicas"] if replicas is None else replicas,
+            },
+            conditions=conds,
+        )
 
-    def sts(self, rev: str, replicas: int, partition: int, annotated: int | None = None, etype: str = "MODIFIED"
-            ) -> None:
-        self.leader_sts = {"name": L, "uid": "sts", "labels": {NAME: L, REVISION: rev},
-                           "annotations": {REPLICAS: str(self.spec["replicas"] if annotated is None else annotated)},
-                           "spec": {"replicas": replicas, "partition": partition}, "status": {}}
+    def sts(
+        self, rev: str, replicas: int, partition: int, annotated: int | None = None, etype: str = "MODIFIED"
+    ) -> None:
+        self.leader_sts = {
+            "name": L,
+            "uid": "sts",
+            "labels": {NAME: L, REVISION: rev},
+            "annotations": {REPLICAS: str(self.spec["replicas"] if annotated is None else annotated)},
+            "spec": {"replicas": replicas, "partition": partition},
+            "status": {},
+        }
         self.emit("StatefulSet", etype, self.leader_sts)
 
     def new_uid(self) -> str:
         self._uid += 1
         return f"u{self._uid}"
 
-    def pod(self, g: int, w: int, rev: str, *, ready: bool = True, deleting: bool = False, etype: str = "MODIFIED",
-            uid: str | None = None, size: int | None = None) -> None:
+    def pod(
+        self,
+        g: int,
+        w: int,
+        rev: str,
+        *,
+        ready: bool = True,
+        deleting: bool = False,
+        etype: str = "MODIFIED",
+        uid: str | None = None,
+        size: int | None = None,
+    ) -> None:
         name = f"{L}-{g}" if w == 0 else f"{L}-{g}-{w}"
         if uid is None:
             uid = self.uids[name] if etype != "ADDED" else self.new_uid()
         self.uids[name] = uid
-        obj: Obj = {"name": name, "uid": uid,
-                    "labels": {NAME: L, GROUP_INDEX: str(g), WORKER_INDEX: str(w), REVISION: rev},
-                    "annotations": {SIZE: str(size or self.spec["size"])},
-                    "phase": "Running" if ready else "Pending", "ready": ready}
+        obj: Obj = {
+            "name": name,
+            "uid": uid,
+            "labels": {NAME: L, GROUP_INDEX: str(g), WORKER_INDEX: str(w), REVISION: rev},
+            "annotations": {SIZE: str(size or self.spec["size"])},
+            "phase": "Running" if ready else "Pending",
+            "ready": ready,
+        }
         if deleting:
             obj["deleting"] = True
         self.emit("Pod", etype, obj)
 
     def worker_sts(self, g: int, rev: str, etype: str = "ADDED") -> None:
-        self.emit("StatefulSet", etype, {"name": f"{L}-{g}", "uid": f"s{g}{rev}", "labels": {NAME: L, GROUP_INDEX:
-                  str(g), REVISION: rev}, "owner": f"Pod/{L}-{g}/{self.uids[f'{L}-{g}']}",
-                  "spec": {"replicas": self.spec["size"] - 1, "partition": 0}, "status": {}})
+        self.emit(
+            "StatefulSet",
+            etype,
+            {
+                "name": f"{L}-{g}",
+                "uid": f"s{g}{rev}",
+                "labels": {NAME: L, GROUP_INDEX: str(g), REVISION: rev},
+                "owner": f"Pod/{L}-{g}/{self.uids[f'{L}-{g}']}",
+                "spec": {"replicas": self.spec["size"] - 1, "partition": 0},
+                "status": {},
+            },
+        )
 
     def up(self, g: int, rev: str) -> None:
         """Leader, worker StatefulSet, workers: created, then Ready."""
@@ -197,8 +252,10 @@ def test_documented_start_scales_up_first() -> None:
 # -- well-behaved streams pass every invariant ------------------------------------------------
 
 
-@pytest.mark.parametrize(("r", "size", "mu", "ms", "part"), [(3, 2, 1, 0, 0), (4, 3, 1, 1, 0), (4, 2, 0, 1, 0),
-                                                           (2, 2, 1, 4, 0), (4, 2, 1, 0, 2), (3, 1, "50%", "50%", 0)])
+@pytest.mark.parametrize(
+    ("r", "size", "mu", "ms", "part"),
+    [(3, 2, 1, 0, 0), (4, 3, 1, 1, 0), (4, 2, 0, 1, 0), (2, 2, 1, 4, 0), (4, 2, 1, 0, 2), (3, 1, "50%", "50%", 0)],
+)
 def test_good_rollouts_satisfy_every_invariant(r: int, size: int, mu: Any, ms: Any, part: int) -> None:
     events = good_rollout(r, size, mu, ms, part).events
     assert check_all(events) == []
@@ -299,11 +356,27 @@ def test_group_consistency_catches_a_worker_sts_written_for_a_deleted_leader() -
     s.sts("b", 2, 1)
     dead = s.uids["l-1"]
     s.down(1, "a")
-    s.emit("StatefulSet", "DELETED", {"name": "l-1", "uid": "s1a", "labels": {NAME: L, GROUP_INDEX: "1",
-           REVISION: "a"}, "owner": f"Pod/l-1/{dead}", "spec": {"replicas": 1}, "status": {}})
+    s.emit(
+        "StatefulSet",
+        "DELETED",
+        {
+            "name": "l-1",
+            "uid": "s1a",
+            "labels": {NAME: L, GROUP_INDEX: "1", REVISION: "a"},
+            "owner": f"Pod/l-1/{dead}",
+            "spec": {"replicas": 1},
+            "status": {},
+        },
+    )
     s.pod(1, 0, "b", ready=False, etype="ADDED")
-    orphan: Obj = {"name": "l-1", "uid": "orphan", "labels": {NAME: L, GROUP_INDEX: "1", REVISION: "a"},
-              "owner": f"Pod/l-1/{dead}", "spec": {"replicas": 1}, "status": {}}
+    orphan: Obj = {
+        "name": "l-1",
+        "uid": "orphan",
+        "labels": {NAME: L, GROUP_INDEX: "1", REVISION: "a"},
+        "owner": f"Pod/l-1/{dead}",
+        "spec": {"replicas": 1},
+        "status": {},
+    }
     s.emit("StatefulSet", "ADDED", orphan)
     v = first(s.events, "group-consistency")
     assert v.message.startswith(f"worker StatefulSet written for leader pod {dead} after its deletion (rv ")
@@ -314,7 +387,8 @@ def test_group_consistency_catches_a_worker_sts_written_for_a_deleted_leader() -
     s.events[-1].obj["owner"] = "StatefulSet/l-1/orphan"
     v = first(s.events, "group-consistency")
     assert "worker created at revision a while leader l-1 runs b (its StatefulSet was written for leader pod" in (
-        v.message)
+        v.message
+    )
     dev = next(d for d in deviations.load() if d.id == "lws-stale-leader-sts")
     real_uid = "00000000-0000-4000-8000-000000000003"  # the symptom names real uids
     paths = "\ntimeline: x\npicture: y"
@@ -337,8 +411,19 @@ def test_group_consistency_keeps_a_dying_leaders_worker_sts_on_its_own_leader() 
     dead = s.uids["l-1"]
     s.down(1, "a")
     s.pod(1, 0, "b", ready=False, etype="ADDED")
-    s.emit("StatefulSet", "MODIFIED", {"name": "l-1", "uid": "s1a", "labels": {NAME: L, GROUP_INDEX: "1",
-           REVISION: "a"}, "owner": f"Pod/l-1/{dead}", "spec": {"replicas": 1}, "status": {}, "deleting": True})
+    s.emit(
+        "StatefulSet",
+        "MODIFIED",
+        {
+            "name": "l-1",
+            "uid": "s1a",
+            "labels": {NAME: L, GROUP_INDEX: "1", REVISION: "a"},
+            "owner": f"Pod/l-1/{dead}",
+            "spec": {"replicas": 1},
+            "status": {},
+            "deleting": True,
+        },
+    )
     assert invariants.group_consistency(s.events) == []
 
 
@@ -352,18 +437,27 @@ def test_group_consistency_on_a_recorded_stale_leader_rebuild() -> None:
     v = found[0]
     assert v.objects[0] == "StatefulSet/rk-1"
     tally = "; in 1 of 3 replaced leader pods (none was written after the deletion of the other 2)"
-    assert v.message == ("worker StatefulSet written for leader pod 5b74b6cf-dcaf-4a28-be1c-15e864a387d9 after its "
-                         "deletion (rv 23672): at revision c4cb6c84, the live leader rk-1 at 64f6dbdd56" + tally)
+    assert v.message == (
+        "worker StatefulSet written for leader pod 5b74b6cf-dcaf-4a28-be1c-15e864a387d9 after its "
+        "deletion (rv 23672): at revision c4cb6c84, the live leader rk-1 at 64f6dbdd56" + tally
+    )
     # then the old worker it made (one violation for both of its workers' creations), and group 0's
     # rebuild below the partition (lws-963-whole): its StatefulSet's size, then its workers' size
     assert [(x.event, x.message.endswith(tally)) for x in found] == [
-        ("ADDED StatefulSet/rk-1", True), ("ADDED Pod/rk-1-1", True), ("ADDED StatefulSet/rk-0", False),
-        ("ADDED Pod/rk-0-1", False)]
+        ("ADDED StatefulSet/rk-1", True),
+        ("ADDED Pod/rk-1-1", True),
+        ("ADDED StatefulSet/rk-0", False),
+        ("ADDED Pod/rk-0-1", False),
+    ]
     devs = {d.id: d for d in deviations.load()}
     paths = "\ntimeline: t.json\npicture: t.svg"
     assert devs["lws-stale-leader-sts"].kind == "race"
     assert [d for x in found for d in devs if devs[d].matches("AssertionError", x.describe() + paths)] == [
-        "lws-stale-leader-sts", "lws-stale-leader-sts", "lws-963-whole", "lws-963-whole"]
+        "lws-stale-leader-sts",
+        "lws-stale-leader-sts",
+        "lws-963-whole",
+        "lws-963-whole",
+    ]
 
 
 def test_group_count_bound_catches_a_group_beyond_surge() -> None:
@@ -533,15 +627,18 @@ def test_two_separate_violations_of_one_invariant_are_two() -> None:
     s = _two_updates_each_missing_the_pairing()
     found = every(s.events, "condition-pairing")
     assert len(found) == 2 and found[0].index < found[1].index
-    assert all(v.message.endswith(f"; lasted 1 status write(s), then paired at seq {s.events[v.index + 1].seq}")
-               for v in found)
+    assert all(
+        v.message.endswith(f"; lasted 1 status write(s), then paired at seq {s.events[v.index + 1].seq}") for v in found
+    )
 
 
 def test_a_violation_lasting_several_events_is_one() -> None:
     s = _two_updates_each_missing_the_pairing(lasting=3)
     found = every(s.events, "condition-pairing")
     assert [v.message.split("; ")[-1].split(",")[0] for v in found] == [
-        "lasted 3 status write(s)", "lasted 1 status write(s)"]
+        "lasted 3 status write(s)",
+        "lasted 1 status write(s)",
+    ]
     s = created(3, mu=1)  # two groups down over several events, one violation
     s.lws(spec={"template": "t2"})
     s.sts("b", 3, 1)
@@ -573,7 +670,11 @@ def test_each_group_and_kind_is_its_own_violation() -> None:
         s.pod(g, 1, "a", deleting=True)
     found = every(s.events, "group-atomicity")
     assert [(v.groups, "revisions" in v.message) for v in found] == [
-        ((2,), True), ((2,), False), ((1,), True), ((1,), False)]
+        ((2,), True),
+        ((2,), False),
+        ((1,), True),
+        ((1,), False),
+    ]
     s = created(2, ms=0)
     s.up(2, "a")  # a third group: too many for several events, one violation
     s.down(2, "a")
@@ -620,14 +721,32 @@ def test_timeline_round_trips_and_orders_by_resource_version(tmp_path: Path) -> 
 
 
 def test_snapshot_keeps_what_the_invariants_need() -> None:
-    raw = {"metadata": {"name": "l-0", "uid": "u", "resourceVersion": "5", "deletionTimestamp": "x",
-                        "labels": {GROUP_INDEX: "0", "other": "y"}, "annotations": {SIZE: "3", "big": "z"},
-                        "ownerReferences": [{"kind": "StatefulSet", "name": "l", "uid": "s", "controller": True}]},
-           "spec": {"nodeName": "n1"},
-           "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    raw = {
+        "metadata": {
+            "name": "l-0",
+            "uid": "u",
+            "resourceVersion": "5",
+            "deletionTimestamp": "x",
+            "labels": {GROUP_INDEX: "0", "other": "y"},
+            "annotations": {SIZE: "3", "big": "z"},
+            "ownerReferences": [{"kind": "StatefulSet", "name": "l", "uid": "s", "controller": True}],
+        },
+        "spec": {"nodeName": "n1"},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
     snap = snapshot("Pod", raw)
-    assert snap == {"name": "l-0", "uid": "u", "rv": "5", "labels": {GROUP_INDEX: "0"}, "annotations": {SIZE: "3"},
-                    "deleting": True, "owner": "StatefulSet/l/s", "phase": "Running", "ready": True, "node": "n1"}
+    assert snap == {
+        "name": "l-0",
+        "uid": "u",
+        "rv": "5",
+        "labels": {GROUP_INDEX: "0"},
+        "annotations": {SIZE: "3"},
+        "deleting": True,
+        "owner": "StatefulSet/l/s",
+        "phase": "Running",
+        "ready": True,
+        "node": "n1",
+    }
 
 
 def test_snapshot_keeps_why_a_pod_is_terminated() -> None:
@@ -635,8 +754,11 @@ def test_snapshot_keeps_why_a_pod_is_terminated() -> None:
         {"type": "Ready", "status": "True"},
         {"type": "TerminationTarget", "status": "True", "reason": "WorkloadEvictedDueToPreempted"},
     ]
-    raw = {"metadata": {"name": "p", "uid": "u", "resourceVersion": "7"}, "spec": {},
-           "status": {"phase": "Running", "conditions": conditions}}
+    raw = {
+        "metadata": {"name": "p", "uid": "u", "resourceVersion": "7"},
+        "spec": {},
+        "status": {"phase": "Running", "conditions": conditions},
+    }
     assert snapshot("Pod", raw)["terminating_for"] == "TerminationTarget/WorkloadEvictedDueToPreempted"
     conditions[1] = {"type": "DisruptionTarget", "status": "False", "reason": "PreemptionByScheduler"}
     assert "terminating_for" not in snapshot("Pod", raw)
@@ -681,17 +803,25 @@ def test_verify_refuses_an_incomplete_recording(tmp_path: Path) -> None:
 
 
 def _raw_pod(name: str, rv: int, ready: bool) -> Obj:
-    return {"metadata": {"name": name, "uid": "u-" + name, "resourceVersion": str(rv),
-                         "labels": {NAME: L, GROUP_INDEX: "0", WORKER_INDEX: "0"}},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": str(ready)}]}}
+    return {
+        "metadata": {
+            "name": name,
+            "uid": "u-" + name,
+            "resourceVersion": str(rv),
+            "labels": {NAME: L, GROUP_INDEX: "0", WORKER_INDEX: "0"},
+        },
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": str(ready)}]},
+    }
 
 
 def test_recorder_records_every_event_and_proves_it_at_sync() -> None:
     initial = [_raw_pod("a", 5, False)]
-    events = [{"type": "MODIFIED", "object": _raw_pod("a", 6, True)},
-              {"type": "ADDED", "object": _raw_pod("b", 7, False)},
-              {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "8"}}},
-              {"type": "DELETED", "object": _raw_pod("a", 9, True)}]
+    events = [
+        {"type": "MODIFIED", "object": _raw_pod("a", 6, True)},
+        {"type": "ADDED", "object": _raw_pod("b", 7, False)},
+        {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "8"}}},
+        {"type": "DELETED", "object": _raw_pod("a", 9, True)},
+    ]
     api = ScriptedApi(initial, events, list_rv="5")
     tl = Timeline("ns")
     rec = Recorder(tl, [Source("Pod", api)])
@@ -700,16 +830,28 @@ def test_recorder_records_every_event_and_proves_it_at_sync() -> None:
     rec.stop()
     assert tl.complete and not tl.gaps and tl.sync_error == ""
     got = [(e.type, e.name, e.source, e.obj.get("ready")) for e in tl.events]
-    assert got == [("ADDED", "a", "list", False), ("MODIFIED", "a", "watch", True), ("ADDED", "b", "watch", False),
-                   ("DELETED", "a", "watch", True)]
+    assert got == [
+        ("ADDED", "a", "list", False),
+        ("MODIFIED", "a", "watch", True),
+        ("ADDED", "b", "watch", False),
+        ("DELETED", "a", "watch", True),
+    ]
 
 
 def test_a_relist_after_410_is_a_gap_only_where_it_finds_unseen_writes() -> None:
     """A 410 ends the watch (an upgrade replacing the CRD restarts the API server's storage of
     that kind). A re-list that finds every object as last seen missed nothing: no gap, the
     recording is whole. One that finds a write the recorder never saw is a gap: incomplete."""
-    gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired", "metadata": {},
-                                        "message": "too old resource version: 5 (9)"}}
+    gone = {
+        "type": "ERROR",
+        "object": {
+            "kind": "Status",
+            "code": 410,
+            "reason": "Expired",
+            "metadata": {},
+            "message": "too old resource version: 5 (9)",
+        },
+    }
     for unseen, whole in ((False, True), (True, False)):
         api = ScriptedApi([], [{"type": "ADDED", "object": _raw_pod("a", 6, True)}, gone], list_rv="5")
         if unseen:
@@ -761,12 +903,18 @@ def test_recorded_v090_rollout() -> None:
 
 FIRST_VIOLATIONS = {  # per recorded timeline, each invariant's first violation: (event #, event)
     "restart-below-partition-stale-leader.timeline.json": {
-        "group-atomicity": (85, "MODIFIED Pod/rk-1-1"), "group-consistency": (68, "ADDED StatefulSet/rk-1"),
-        "condition-pairing": (55, "MODIFIED LeaderWorkerSet/rk")},
+        "group-atomicity": (85, "MODIFIED Pod/rk-1-1"),
+        "group-consistency": (68, "ADDED StatefulSet/rk-1"),
+        "condition-pairing": (55, "MODIFIED LeaderWorkerSet/rk"),
+    },
     "rollout-v0.9.0-r2-ms4.timeline.json": {
-        "group-atomicity": (62, "MODIFIED Pod/ru-1"), "condition-pairing": (35, "MODIFIED LeaderWorkerSet/ru")},
+        "group-atomicity": (62, "MODIFIED Pod/ru-1"),
+        "condition-pairing": (35, "MODIFIED LeaderWorkerSet/ru"),
+    },
     "single-replica-mu0-late-arrival.timeline.json": {
-        "group-atomicity": (52, "MODIFIED Pod/r1-0"), "condition-pairing": (24, "MODIFIED LeaderWorkerSet/r1")},
+        "group-atomicity": (52, "MODIFIED Pod/r1-0"),
+        "condition-pairing": (24, "MODIFIED LeaderWorkerSet/r1"),
+    },
     "ds-kep-v0.9.0.timeline.json": {"completion": (170, "DELETED ControllerRevision/kep-52d27390-prefill-76ff47fcb8")},
     "ds-three-roles-v0.9.0.timeline.json": {"completion": (247, "DELETED Pod/tri-2c37bf76-prefill-0-1")},
 }

@@ -10,7 +10,7 @@ import pytest
 
 from lws_conformance.report import render
 
-LWS = '''
+LWS = """
 import pytest
 
 @pytest.mark.requirement("LWS-NAME-001")
@@ -29,7 +29,7 @@ def test_rollout(claim):
 def test_warning_only(claim):
     with claim("ROLL-ATOM-001"):
         assert False, "group 2 has Ready pods of revisions ['c', 'd']"
-'''
+"""
 
 
 @pytest.mark.usefixtures("plugin_pytester")
@@ -38,8 +38,16 @@ def test_junit_names_suites_and_requirements_and_shows_the_verdicts(pytester: py
     (suites / "lws").mkdir()
     (suites / "lws" / "test_j.py").write_text(LWS)
     out = pytester.path / "report"
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0", "--lwsc-run-id=t1", f"--lwsc-report-dir={out}",
-                                  f"--junitxml={out / 'junit_01.xml'}", "suites")
+    pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "0",
+        "--lwsc-run-id=t1",
+        f"--lwsc-report-dir={out}",
+        f"--junitxml={out / 'junit_01.xml'}",
+        "suites",
+    )
     render.render(out)
     render.render(out)  # a rewritten file stays as it is
     root = ET.parse(out / "junit_01.xml").getroot()
@@ -47,12 +55,17 @@ def test_junit_names_suites_and_requirements_and_shows_the_verdicts(pytester: py
     suite = root[0]
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
     cases = {c.get("name"): c for c in suite}
-    assert set(cases) == {"[LWS-NAME-001] test_names_hold", "[ROLL-ATOM-001 ROLL-AVAIL-001] test_rollout",
-                          "[ROLL-ATOM-001] test_warning_only"}
+    assert set(cases) == {
+        "[LWS-NAME-001] test_names_hold",
+        "[ROLL-ATOM-001 ROLL-AVAIL-001] test_rollout",
+        "[ROLL-ATOM-001] test_warning_only",
+    }
     failure = cases["[ROLL-ATOM-001 ROLL-AVAIL-001] test_rollout"].find("failure")
     assert failure is not None
-    assert failure.get("message") == ("ROLL-ATOM-001 warning (SHOULD): group 1 has Ready pods of revisions ['a', 'b']; "
-                                      "ROLL-AVAIL-001 failed (MUST): 3 groups unavailable, maxUnavailable 1")
+    assert failure.get("message") == (
+        "ROLL-ATOM-001 warning (SHOULD): group 1 has Ready pods of revisions ['a', 'b']; "
+        "ROLL-AVAIL-001 failed (MUST): 3 groups unavailable, maxUnavailable 1"
+    )
     assert "Traceback" not in (failure.text or "") and "at suites/lws/test_j.py:8" in (failure.text or "")
     skipped = cases["[ROLL-ATOM-001] test_warning_only"].find("skipped")
     assert skipped is not None

@@ -17,8 +17,16 @@ from lws_conformance.profile import Topology
 
 Obj = dict[str, Any]
 T = Topology(
-    blocks=1, racks_per_block=2, nodes_per_rack=1, gpus_per_node=8, cpu_per_node="32", memory_per_node="256Gi",
-    pods_per_node=110, gpu_resource="nvidia.com/gpu", block_label="b", rack_label="rack",
+    blocks=1,
+    racks_per_block=2,
+    nodes_per_rack=1,
+    gpus_per_node=8,
+    cpu_per_node="32",
+    memory_per_node="256Gi",
+    pods_per_node=110,
+    gpu_resource="nvidia.com/gpu",
+    block_label="b",
+    rack_label="rack",
     hostname_label="kubernetes.io/hostname",
 )
 GPU = T.gpu_resource
@@ -52,8 +60,12 @@ def test_json_log_records_reads_only_the_message_s_json_records(tmp_path: Path) 
 def test_admission_refusals_are_the_workload_s_own() -> None:
     conflict = 'Operation cannot be fulfilled on workloads.kueue.x-k8s.io "x": the object has been modified'
     records = [
-        _record("wl"), _record("wl"), _record("wl", error=conflict),
-        _record("wl", ns="other"), _record("other"), _record("wl", msg="Workload admitted"),
+        _record("wl"),
+        _record("wl"),
+        _record("wl", error=conflict),
+        _record("wl", ns="other"),
+        _record("other"),
+        _record("wl", msg="Workload admitted"),
     ]
     assert E.admission_refusals(records, "ns", "wl") == {REFUSED: 2, conflict: 1}
     assert E.admission_refusals(records, "ns", "none") == {}

@@ -237,7 +237,10 @@ def test_families_usage_errors_exit_2_before_any_work(argv: list[str], message: 
     """--families (run a mutant against families a newer test adds) is refused in one line, exit 2."""
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "mutation" / "run"), *argv],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr.splitlines()[-1]
@@ -251,7 +254,10 @@ def test_a_triage_file_that_does_not_parse_is_refused_in_one_line(tmp_path: Path
     triage.write_text(good + "- id: x\n  requirement: KUEUE-X (with a gate on: a case)\n")
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "mutation" / "run"), "--triage", str(triage), "--list"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert proc.returncode == 2, proc.stderr
     last = proc.stderr.splitlines()[-1]

@@ -29,7 +29,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with locked("wheel-build"):
         built = subprocess.run(
             [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(out)],
-            capture_output=True, text=True, timeout=300,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     assert built.returncode == 0, f"pip wheel: exit {built.returncode}\n{built.stdout[-3000:]}\n{built.stderr[-3000:]}"
     (whl,) = out.glob("lws_conformance-*.whl")
@@ -89,7 +91,11 @@ def test_installed_copy_runs_from_an_empty_directory(wheel: Path, tmp_path: Path
     assert got["commit"] == json.loads((site / "lws_conformance/_data/BUILD.json").read_text())["commit"]
     dry = subprocess.run(
         [sys.executable, "-m", "lws_conformance.cli", "run", "--dry-run", "--focus", "LWS-NAME"],
-        cwd=empty, env=env, capture_output=True, text=True, timeout=300,
+        cwd=empty,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert dry.returncode == 0, dry.stdout + dry.stderr
     assert "suites/lws/test_identity.py::test_objects_are_named_from_the_lws_and_group_ordinals" in dry.stdout
@@ -128,8 +134,14 @@ def test_an_installed_copy_loads_its_pytest_plugin_only_where_asked(wheel: Path,
     env.pop("PYTEST_PLUGINS", None)
 
     def pytest_(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-S", "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                              cwd=work, env=env, capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-S", "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     other = pytest_("test_other.py")
     assert other.returncode == 0, other.stdout + other.stderr
@@ -159,8 +171,12 @@ def test_the_hash_lock_pins_what_constraints_pin_and_ships_in_the_sdist(tmp_path
     assert len(blocks) == len(in_lock) and all("--hash=sha256:" in b for b in blocks), "each pin carries its hashes"
     assert "--find-links" not in lock and "--index-url" not in lock  # nothing of the machine that wrote it
     with locked("wheel-build"):  # setuptools writes egg-info into the checkout: one build at a time
-        built = subprocess.run([sys.executable, "-m", "build", "--sdist", "-o", str(tmp_path), str(ROOT)],
-                               capture_output=True, text=True, timeout=300)
+        built = subprocess.run(
+            [sys.executable, "-m", "build", "--sdist", "-o", str(tmp_path), str(ROOT)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     (sdist,) = tmp_path.glob("lws_conformance-*.tar.gz")
     with tarfile.open(sdist) as tar:

@@ -43,7 +43,7 @@ def test_another_refusal_is_not_the_policy_and_a_deadline_ends_it() -> None:
     probing until the deadline, then an InfraError naming the policy and the last answer."""
 
     def probe() -> Any:
-        raise _refusal("admission webhook \"other\" denied the request: something else")
+        raise _refusal('admission webhook "other" denied the request: something else')
 
     with pytest.raises(InfraError, match=r"t2-hold-gate not in force .*something else"):
         policy.until_refused(probe, "lwsc t2", "t2-hold-gate", timeout=0.05)

@@ -48,8 +48,9 @@ def test_a_collection_that_does_not_end_is_exit_3_not_a_traceback(monkeypatch: p
 
 def test_what_is_built_follows_the_provider() -> None:
     profile = load_profile()
-    sel = selection.Selection({"t": ["LWS-UPGRADE-001"]}, [[], ["kueue.feature_gates.ShortWorkloadNames=true"]],
-                              [("lws", "v0.7.0")])
+    sel = selection.Selection(
+        {"t": ["LWS-UPGRADE-001"]}, [[], ["kueue.feature_gates.ShortWorkloadNames=true"]], [("lws", "v0.7.0")]
+    )
     local = prebuild.needs(profile, "local", sel)
     assert [n.why for n in local] == [
         "the cluster under test",
@@ -104,15 +105,41 @@ def test_an_upgrade_test_without_its_start_version_errors_at_once(tmp_path: Path
     needs LWS v0.7.0, not built in this cache; it errors in seconds naming the build and its log
     instead of building under the test's timeout."""
     handle = tmp_path / "handle.json"
-    handle.write_text(ClusterHandle("local", tmp_path / "kubeconfig", {"lws": "v0.9.0", "kueue": "v0.17.0"},
-                                    load_profile().topology, "default", "tas-flavor").to_json())
+    handle.write_text(
+        ClusterHandle(
+            "local",
+            tmp_path / "kubeconfig",
+            {"lws": "v0.9.0", "kueue": "v0.17.0"},
+            load_profile().topology,
+            "default",
+            "tas-flavor",
+        ).to_json()
+    )
     env = {**os.environ, "LWSC_CACHE_DIR": str(tmp_path / "cache"), "LWSC_STATE_DIR": str(tmp_path / "state")}
     env.pop(NO_BUILD_ENV, None)
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(resources.suites()), "-k", "LWS-UPGRADE", "-p", "no:cacheprovider",
-         "-n", "0", f"--lwsc-handle={handle}", f"--lwsc-report-dir={tmp_path / 'out'}", "-q", "-rE"],
-        cwd=resources.root(), env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(resources.suites()),
+            "-k",
+            "LWS-UPGRADE",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            f"--lwsc-handle={handle}",
+            f"--lwsc-report-dir={tmp_path / 'out'}",
+            "-q",
+            "-rE",
+        ],
+        cwd=resources.root(),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert time.monotonic() - started < 120
     assert "2 errors" in proc.stdout, proc.stdout[-3000:]
@@ -123,9 +150,7 @@ def test_an_upgrade_test_without_its_start_version_errors_at_once(tmp_path: Path
     assert not (tmp_path / "cache" / "bin").exists(), "a test built something"
 
 
-def test_run_and_build_obtain_the_upgrade_starts_before_pytest(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_run_and_build_obtain_the_upgrade_starts_before_pytest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`lwsc run --focus LWS-UPGRADE` and `lwsc build`: the start versions v0.7.0 and v0.8.0 are
     obtained first, then the cluster comes up, then pytest starts (stubs record the order)."""
     from lws_conformance import cli
@@ -167,8 +192,14 @@ def test_an_unobtainable_start_version_is_one_line_before_any_build(tmp_path: Pa
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # this checkout's harness, from another cwd
     bad = ["--set", "upgrade.lws_from=[v0.0.1]"]
     for argv in (["build", "--focus", "LWS-UPGRADE"], ["run", "--focus", "LWS-UPGRADE"]):
-        proc = subprocess.run([sys.executable, "-m", "lws_conformance.cli", *bad, *argv], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-m", "lws_conformance.cli", *bad, *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("lwsc: error:")]
         assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
         assert "sigs.k8s.io/lws@v0.0.1" in errors[0] and "--set versions." in errors[0], errors[0]

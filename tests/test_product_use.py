@@ -17,8 +17,11 @@ from lws_conformance import cli
 from lws_conformance.report import product, submission
 from tests.test_certification import SUMMARY, VENDOR, _run_dir
 
-STANDARD_FAILED = {**SUMMARY, "mode": "standard",
-                   "conclusion": {"code": 1, "line": "not conformant: 1 MUST requirement(s) did not pass: X failed"}}
+STANDARD_FAILED = {
+    **SUMMARY,
+    "mode": "standard",
+    "conclusion": {"code": 1, "line": "not conformant: 1 MUST requirement(s) did not pass: X failed"},
+}
 
 
 def _run(tmp_path: Path, summary: dict[str, Any]) -> Path:
@@ -39,8 +42,13 @@ def test_an_entry_from_a_standard_run_says_it_is_not_for_submission(tmp_path: Pa
     text = product.render(STANDARD_FAILED, VENDOR)
     assert text.startswith("# NOT FOR SUBMISSION: a standard run (exit 1), not a certification run")
     doc = yaml.safe_load(text)
-    assert doc["lwsConformance"] == {"run": SUMMARY["run_id"], "mode": "standard", "exitCode": 1,
-                                     "forSubmission": False, "why": product.for_submission(STANDARD_FAILED)[1]}
+    assert doc["lwsConformance"] == {
+        "run": SUMMARY["run_id"],
+        "mode": "standard",
+        "exitCode": 1,
+        "forSubmission": False,
+        "why": product.for_submission(STANDARD_FAILED)[1],
+    }
     assert doc["spec"]["schedulingOrchestration"][0]["notes"].startswith("NOT FOR SUBMISSION: a standard run")
     failed_certify = {**STANDARD_FAILED, "mode": "certify"}
     assert "# NOT FOR SUBMISSION: a certification run that did not pass (exit 1" in product.render(failed_certify)
@@ -51,7 +59,9 @@ def test_an_entry_from_a_standard_run_says_it_is_not_for_submission(tmp_path: Pa
 def test_evidence_names_each_gang_requirements_test_cases_in_the_checklists_form(tmp_path: Path) -> None:
     doc = product.build(SUMMARY, VENDOR)
     assert doc["spec"]["schedulingOrchestration"][0]["evidence"] == [
-        "file://junit_01.xml#KUEUE-GANG-001", "file://junit_01.xml#KUEUE-GANG-002", "file://e2e.log",
+        "file://junit_01.xml#KUEUE-GANG-001",
+        "file://junit_01.xml#KUEUE-GANG-002",
+        "file://e2e.log",
         "file://summary.json",
     ]
     assert "file://results/junit.xml#" in (submission.template_dir() / "AIConformance-1.37.yaml").read_text()
@@ -74,7 +84,9 @@ def test_merge_refuses_an_entry_not_for_submission_unless_draft(
     assert cli.main(["product-merge", str(run), "-o", str(out), "--draft"]) == 0
     gang = yaml.safe_load(out.read_text())["spec"]["schedulingOrchestration"][0]
     assert gang["notes"].startswith("NOT FOR SUBMISSION") and gang["evidence"] == [
-        "lws-conformance/junit_01.xml", "lws-conformance/e2e.log", "lws-conformance/summary.json"
+        "lws-conformance/junit_01.xml",
+        "lws-conformance/e2e.log",
+        "lws-conformance/summary.json",
     ]  # the paths the CNCF validator resolves (it stats local evidence as plain paths)
 
 
@@ -89,8 +101,9 @@ def test_merge_knows_the_1_37_checklist_and_takes_template(tmp_path: Path, capsy
 
     custom = copy.deepcopy(submission.template("1.37"))
     custom["metadata"]["kubernetesVersion"] = "v1.38"
-    custom["spec"]["operator"].append({"id": "new_item", "description": "New.", "level": "MUST", "status": "",
-                                       "evidence": [], "notes": ""})
+    custom["spec"]["operator"].append(
+        {"id": "new_item", "description": "New.", "level": "MUST", "status": "", "evidence": [], "notes": ""}
+    )
     tmpl = tmp_path / "AIConformance-1.38.yaml"
     tmpl.write_text(yaml.safe_dump(custom, sort_keys=False))
     out = tmp_path / "b" / "PRODUCT.yaml"

@@ -21,8 +21,12 @@ REQS = {
 
 
 def _result(nodeid: str, duration: float, ran_on: str = "", **outcomes: tuple[str, str]) -> TestResult:
-    return TestResult(nodeid, duration, {k.replace("_", "-"): {"verdict": v, "detail": d, "deviation": ""}
-                                         for k, (v, d) in outcomes.items()}, ran_on)
+    return TestResult(
+        nodeid,
+        duration,
+        {k.replace("_", "-"): {"verdict": v, "detail": d, "deviation": ""} for k, (v, d) in outcomes.items()},
+        ran_on,
+    )
 
 
 def run_dir(tmp_path: Path) -> Path:

@@ -42,12 +42,26 @@ def fixture_run(tmp_path: Path, **meta: object) -> Path:
     PR, one with a ready-to-file report only), a pass and the rest not run."""
     results = [
         _r("suites/lws/test_naming.py::test_pod_names", "LWS-NAME-001", "passed"),
-        _r("suites/kueue/test_longname.py::test_long", "KUEUE-LONGNAME-001", "known-deviation",
-           "kueue-10311: pods never ungated\n\nworkload not admitted", "kueue-10311"),
-        _r("suites/disaggregatedset/test_step.py::test_step", "ROLL-DSSTEP-001", "known-deviation",
-           "lws-ds-force-drain-decoupled: both revisions rescaled\n\nprefill 2 -> 4", "lws-ds-force-drain-decoupled"),
-        _r("suites/rollout/test_keep.py::test_keep", "ROLL-KEEP-001", "failed",
-           UNBROKEN + "\n" + "\n".join(f"group {i}: " + "x" * 300 for i in range(5))),
+        _r(
+            "suites/kueue/test_longname.py::test_long",
+            "KUEUE-LONGNAME-001",
+            "known-deviation",
+            "kueue-10311: pods never ungated\n\nworkload not admitted",
+            "kueue-10311",
+        ),
+        _r(
+            "suites/disaggregatedset/test_step.py::test_step",
+            "ROLL-DSSTEP-001",
+            "known-deviation",
+            "lws-ds-force-drain-decoupled: both revisions rescaled\n\nprefill 2 -> 4",
+            "lws-ds-force-drain-decoupled",
+        ),
+        _r(
+            "suites/rollout/test_keep.py::test_keep",
+            "ROLL-KEEP-001",
+            "failed",
+            UNBROKEN + "\n" + "\n".join(f"group {i}: " + "x" * 300 for i in range(5)),
+        ),
     ]
     out = tmp_path / "run"
     render.save_results(out, results, {**META, **meta})
@@ -69,8 +83,14 @@ def test_page_opens_with_the_conclusion_of_summary_md_and_the_run_facts(tmp_path
     assert banner, page[:2000]
     assert banner.group(1) == f"{end['line']} <span class='exit'>(exit 1)</span>"
     assert page.index("id='conclusion'") < page.index("id='facts'") < page.index("id='requirements'")
-    for fact in ("standard", "kind", "https://127.0.0.1:35001 (context kind-rep)", "kueue v0.17.0, lws v0.9.0",
-                 "lws-conformance 0.1.0, commit 0123456789abcdef", "2026-12-06T08:00:00+0000"):
+    for fact in (
+        "standard",
+        "kind",
+        "https://127.0.0.1:35001 (context kind-rep)",
+        "kueue v0.17.0, lws v0.9.0",
+        "lws-conformance 0.1.0, commit 0123456789abcdef",
+        "2026-12-06T08:00:00+0000",
+    ):
         assert fact in page, fact
     assert "| mode | standard |" in (run / "summary.md").read_text()
 
@@ -82,7 +102,7 @@ def test_page_says_the_mode_and_accepted_deviations(tmp_path: Path) -> None:
 
 def test_every_known_deviation_links_its_upstream_issue_or_its_ready_to_file_report(tmp_path: Path) -> None:
     page = _page(fixture_run(tmp_path))
-    section = page[page.index("id='deviations'"):page.index("id='requirements'")]
+    section = page[page.index("id='deviations'") : page.index("id='requirements'")]
     assert "href='https://github.com/kubernetes-sigs/kueue/pull/10311'" in section
     assert "href='#report-ROLL-DSSTEP-001'" in section
     report = re.search(r"<details id='report-ROLL-DSSTEP-001'>.*?<pre>(.*?)</pre>", page, re.S)
@@ -91,12 +111,15 @@ def test_every_known_deviation_links_its_upstream_issue_or_its_ready_to_file_rep
 
 def test_requirements_are_grouped_by_verdict_then_suite_with_counts(tmp_path: Path) -> None:
     page = _page(fixture_run(tmp_path))
-    counts = page[page.index("id='counts'"):page.index("</table>", page.index("id='counts'"))]
+    counts = page[page.index("id='counts'") : page.index("</table>", page.index("id='counts'"))]
     assert re.search(r"href='#failed'>failed</a></th>(<td>\d*</td>)+<td><b>1</b></td><td>1</td>", counts)
     assert re.search(r"href='#known-deviation'>known-deviation</a></th>(<td>\d*</td>)+<td><b>2</b></td>", counts)
     headings = re.findall(r"<h3>([a-z?-]+) in suite (\w+) \((\d+)\)</h3>", page)
-    assert headings[:3] == [("failed", "rollout", "1"), ("known-deviation", "disaggregatedset", "1"),
-                            ("known-deviation", "kueue", "1")]
+    assert headings[:3] == [
+        ("failed", "rollout", "1"),
+        ("known-deviation", "disaggregatedset", "1"),
+        ("known-deviation", "kueue", "1"),
+    ]
     assert ("passed", "lws", "1") in headings
 
 
@@ -104,8 +127,16 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-quic"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
 # Appended to a copy of the page: unfold every <details>, then record how far the page is wider
 # than the window (0: it fits).
 PROBE = (
@@ -121,7 +152,9 @@ def _browse(browser: str, page: Path, profile: Path, width: int) -> tuple[str, i
     probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
     dom = subprocess.run(
         [browser, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},900", "--dump-dom", probe.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     ).stdout
     probe.unlink()
     found = re.search(r'data-overflow="(-?\d+)"', dom)
@@ -151,8 +184,18 @@ def test_page_shows_the_banner_and_fits_1280px_in_headless_chromium(which: str, 
     assert text == f"{end['line']} (exit {end['code']})" and banner.group(1) == str(end["code"])
     assert overflow == 0, f"index.html is {overflow} px wider than a 1280 px window"
     shot = run / "report.png"
-    subprocess.run([browser, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
-                    "--window-size=1280,1600", (run / "index.html").as_uri()], capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            browser,
+            *FLAGS,
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            "--window-size=1280,1600",
+            (run / "index.html").as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+    )
     assert shot.is_file() and shot.stat().st_size > 10_000
 
 

@@ -63,8 +63,11 @@ def test_results_prints_the_conclusion_and_what_did_not_pass(run: Path, capsys: 
     assert out[0].endswith("(exit 1)")
     assert "provider kind" in out[1] and "kueue v0.17.0" in out[1]
     listed = [ln.split()[:3] for ln in out if ln.startswith("  ")]
-    assert listed == [["failed", "MUST", "ROLL-KEEP-001"], ["known-deviation", "MUST", "ROLL-DSSTEP-001"],
-                      ["known-deviation", "SHOULD", "KUEUE-LONGNAME-001"]]  # not the passed, not-run ones
+    assert listed == [
+        ["failed", "MUST", "ROLL-KEEP-001"],
+        ["known-deviation", "MUST", "ROLL-DSSTEP-001"],
+        ["known-deviation", "SHOULD", "KUEUE-LONGNAME-001"],
+    ]  # not the passed, not-run ones
 
 
 def test_results_detailed_shows_every_requirement_with_its_tests(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -161,8 +164,9 @@ def test_rerun_failed_refusals(run: Path, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="--rerun-failed .* does not exist"):
         cli_results.rerun_focus(str(tmp_path / "gone"), False)
     green = fixture_run(tmp_path / "green")
-    (green / "summary.json").write_text((green / "summary.json").read_text()
-                                        .replace('"failed"', '"passed"').replace('"known-deviation"', '"passed"'))
+    (green / "summary.json").write_text(
+        (green / "summary.json").read_text().replace('"failed"', '"passed"').replace('"known-deviation"', '"passed"')
+    )
     with pytest.raises(UserError, match="nothing to re-run"):
         cli_results.rerun_focus(str(green), False)
 

@@ -70,8 +70,14 @@ def _metadata(tmp_path: Path, text: str) -> str:
     [
         ("vendorName: [unclosed\n", True, ("is not valid YAML",)),
         ("- vendorName: Example\n", True, ("must be a mapping", "not a list")),
-        ("vendorname: Example\nplatfromName: X\n", False, ("unknown key 'vendorname' (did you mean vendorName?)",
-                                                           "unknown key 'platfromName'; valid keys: vendorName")),
+        (
+            "vendorname: Example\nplatfromName: X\n",
+            False,
+            (
+                "unknown key 'vendorname' (did you mean vendorName?)",
+                "unknown key 'platfromName'; valid keys: vendorName",
+            ),
+        ),
         ("vendor_name: Example\n", False, ("did you mean vendorName?",)),
         ("platformVersion: 1.2\n", False, ("platformVersion must be a string, not float",)),
         ("metadata: {vendorName: Example}\nextra: 1\n", False, ("unknown top-level key(s) extra",)),

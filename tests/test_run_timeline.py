@@ -28,7 +28,12 @@ def test_the_worker_that_finished_last_is_the_critical_path() -> None:
     assert [t["nodeid"] for t in s["critical_path"]] == ["c", "d"]  # longest first
     assert s["workers"]["gw0"]["busy_s"] == 31 and s["workers"]["gw0"]["bringup_s"] == 1
     assert s["workers"]["gw1"]["tests"][0] == {
-        "nodeid": "c", "setup": [0, 1], "call": [1, 50], "teardown": [50, 52], "bringups": []}
+        "nodeid": "c",
+        "setup": [0, 1],
+        "call": [1, 50],
+        "teardown": [50, 52],
+        "bringups": [],
+    }
     picture = svg(s)
     assert picture.startswith("<svg") and picture.count("<rect") == 4 * 3 + 1 + 1  # phases, bring-up, outline
     assert "critical path: worker gw1" in picture and "private cluster bring-up 1.0 s (a)" in picture
@@ -39,8 +44,7 @@ def test_nothing_recorded_is_an_empty_timeline() -> None:
     assert "<svg" in svg(summarize([]))
 
 
-
-TESTS = '''
+TESTS = """
 import pytest
 
 @pytest.mark.requirement("LWS-NAME-001")
@@ -49,15 +53,16 @@ def test_one():
 
 def test_two_without_requirements():
     pass
-'''
+"""
 
 
 @pytest.mark.usefixtures("plugin_pytester")
 def test_a_run_under_xdist_records_every_test_on_its_worker(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_t=TESTS)
     out = pytester.path / "report"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--lwsc-run-id=t1",
-                                           f"--lwsc-report-dir={out}")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--lwsc-run-id=t1", f"--lwsc-report-dir={out}"
+    )
     result.assert_outcomes(passed=2)
     doc = json.loads((out / "summary.json").read_text())
     tl = doc["run_timeline"]

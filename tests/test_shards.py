@@ -96,8 +96,7 @@ def test_a_bad_shard_is_one_line() -> None:
             shards.parse(bad)
 
 
-
-TESTS = '''
+TESTS = """
 import pytest
 
 @pytest.mark.requirement("LWS-NAME-001")
@@ -112,15 +111,26 @@ def test_sts_names():
 @pytest.mark.requirement("ROLL-SURGE-001")
 def test_surge():
     assert False, "3 groups live, maxSurge 1"
-'''
+"""
 
 
 def _run(pytester: pytest.Pytester, out: Path, *args: str) -> dict[str, str]:
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0", "--lwsc-run-id=t1",
-                                           f"--lwsc-report-dir={out}", f"--junitxml={out / 'junit_01.xml'}", *args)
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "0",
+        "--lwsc-run-id=t1",
+        f"--lwsc-report-dir={out}",
+        f"--junitxml={out / 'junit_01.xml'}",
+        *args,
+    )
     assert result.ret in (0, 1), result.stdout.str()
-    return {r["id"]: r["verdict"] for r in json.loads((out / "summary.json").read_text())["requirements"]
-            if r["verdict"] != "not-run"}
+    return {
+        r["id"]: r["verdict"]
+        for r in json.loads((out / "summary.json").read_text())["requirements"]
+        if r["verdict"] != "not-run"
+    }
 
 
 @pytest.mark.usefixtures("plugin_pytester")
@@ -131,7 +141,8 @@ def test_shards_merged_read_as_the_unsharded_run(pytester: pytest.Pytester, tmp_
     ran = [_run(pytester, d, f"--lwsc-shard={k}/3") for k, d in enumerate(parts, 1)]
     nodeids = [[r["nodeid"] for r in json.loads((d / "results.json").read_text())["results"]] for d in parts]
     assert sorted(i for n in nodeids for i in n) == sorted(
-        r["nodeid"] for r in json.loads((tmp_path / "whole" / "results.json").read_text())["results"])
+        r["nodeid"] for r in json.loads((tmp_path / "whole" / "results.json").read_text())["results"]
+    )
     assert all(nodeids) and all(ran)
     out = tmp_path / "merged"
     code = cli.main(["report", "--merge", *map(str, parts), "--out", str(out)])
@@ -139,7 +150,10 @@ def test_shards_merged_read_as_the_unsharded_run(pytester: pytest.Pytester, tmp_
     assert {r["id"]: r["verdict"] for r in doc["requirements"] if r["verdict"] != "not-run"} == whole
     assert whole["ROLL-SURGE-001"] == "failed" and code == 1 == doc["conclusion"]["code"]
     assert len(doc["merged_from"]) == 3 and {w.split(":")[0] for w in doc["run_timeline"]["workers"]} == {
-        "1/3", "2/3", "3/3"}
+        "1/3",
+        "2/3",
+        "3/3",
+    }
     assert (out / "junit_01.xml").read_text().count("<testcase") == 5
     with pytest.raises(merge.IncompleteMerge, match="shard 1/3 given twice"):
         merge.results([parts[0], parts[0], parts[2]])
@@ -186,8 +200,10 @@ def test_a_merge_of_a_partial_gate_is_inconclusive(
     assert cli.main(["report", "--merge", *map(str, parts[:2]), str(tmp_path / "whole")]) == 2  # not a directory
 
 
-CRASH = TESTS.replace("def test_sts_names():\n    pass", (
-    "def test_sts_names():\n    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)  # the worker dies"))
+CRASH = TESTS.replace(
+    "def test_sts_names():\n    pass",
+    ("def test_sts_names():\n    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)  # the worker dies"),
+)
 
 
 @pytest.mark.usefixtures("plugin_pytester")
@@ -198,8 +214,15 @@ def test_a_killed_worker_reads_error_and_a_merge_with_its_shard_exit_3(
     run is inconclusive (exit 3), and a merge that includes that shard refuses it."""
     pytester.makepyfile(test_s=CRASH.replace('assert False, "3 groups live, maxSurge 1"', "pass"))
     out = tmp_path / "whole"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1", "--lwsc-run-id=t1",
-                                           f"--lwsc-report-dir={out}", "--lwsc-accept-known-deviations")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "1",
+        "--lwsc-run-id=t1",
+        f"--lwsc-report-dir={out}",
+        "--lwsc-accept-known-deviations",
+    )
     doc = json.loads((out / "summary.json").read_text())
     assert "crashed" in result.stdout.str() and doc["conclusion"]["code"] == 3, doc["conclusion"]
     assert doc["conclusion"]["line"].startswith("inconclusive: 1 requirement(s) errored: LWS-NAME-004")
@@ -208,10 +231,14 @@ def test_a_killed_worker_reads_error_and_a_merge_with_its_shard_exit_3(
     assert cli._exit_code(result.ret, out) == 3
     parts = [tmp_path / f"shard{k}" for k in (1, 2, 3)]
     for k, d in enumerate(parts, 1):
-        pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1", "--lwsc-run-id=t1",
-                                      f"--lwsc-report-dir={d}", f"--lwsc-shard={k}/3")
-    crashed = next(k for k, d in enumerate(parts, 1)
-                   if "test_s.py::test_sts_names" in json.loads((d / "results.json").read_text())["collected"])
+        pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "-n", "1", "--lwsc-run-id=t1", f"--lwsc-report-dir={d}", f"--lwsc-shard={k}/3"
+        )
+    crashed = next(
+        k
+        for k, d in enumerate(parts, 1)
+        if "test_s.py::test_sts_names" in json.loads((d / "results.json").read_text())["collected"]
+    )
     code, line = _merged(parts, tmp_path / "merged", capsys)
     assert code == 3 and f"shard {crashed}/3 ({parts[crashed - 1]}) is not whole" in line
     assert "ended without a verdict, first test_s.py::test_sts_names" in line

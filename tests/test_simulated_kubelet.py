@@ -57,9 +57,15 @@ def _pod(init: bool = False) -> Obj:
     spec: Obj = {"nodeName": "n1", "containers": [{"name": "main", "image": "img"}]}
     if init:
         spec["initContainers"] = [{"name": "init", "image": "img-init"}]
-    return {"metadata": {"name": "p-1-1", "uid": "u1"}, "spec": spec,
-            "status": {"phase": "Pending", "qosClass": "BestEffort",
-                       "conditions": [{"type": "PodScheduled", "status": "True"}]}}
+    return {
+        "metadata": {"name": "p-1-1", "uid": "u1"},
+        "spec": spec,
+        "status": {
+            "phase": "Pending",
+            "qosClass": "BestEffort",
+            "conditions": [{"type": "PodScheduled", "status": "True"}],
+        },
+    }
 
 
 def _running(init: bool = False) -> Obj:
@@ -148,8 +154,9 @@ def test_a_simulated_test_says_so_where_it_ran() -> None:
     assert summary._where(verdicts.PRIVATE, "local") == verdicts.PRIVATE
     on_private = verdicts.simulated(verdicts.PRIVATE)
     assert summary._where(on_private, "local") == "private local cluster, simulated kubelet"
-    row = summary.Row("X", "a", "MUST", "s", {}, [], "passed", 0.0,
-                      tests=[{"nodeid": "t", "verdict": "passed", "ran_on": on_private}])
+    row = summary.Row(
+        "X", "a", "MUST", "s", {}, [], "passed", 0.0, tests=[{"nodeid": "t", "verdict": "passed", "ran_on": on_private}]
+    )
     assert summary.private_only(row)
     row.tests[0]["ran_on"] = verdicts.simulated("")
     assert not summary.private_only(row)
@@ -161,10 +168,15 @@ TWIN_SKIP = SIMULATED_HERE.format(twin="t") + NEEDS_KUBELET
 def test_the_row_of_a_simulated_test_reads_simulated_kubelet() -> None:
     req = catalogue.default()["CHAOS-RESTART-010"]
     results = [
-        summary.TestResult("suites/chaos/test_restart_simulated.py::t", 1.0,
-                           {req.id: verdicts.Outcome("passed").to_dict()}, ran_on=verdicts.simulated("")),
-        summary.TestResult("suites/chaos/test_restart_policy.py::t", 0.0,
-                           {req.id: verdicts.Outcome("not-run", TWIN_SKIP).to_dict()}),
+        summary.TestResult(
+            "suites/chaos/test_restart_simulated.py::t",
+            1.0,
+            {req.id: verdicts.Outcome("passed").to_dict()},
+            ran_on=verdicts.simulated(""),
+        ),
+        summary.TestResult(
+            "suites/chaos/test_restart_policy.py::t", 0.0, {req.id: verdicts.Outcome("not-run", TWIN_SKIP).to_dict()}
+        ),
     ]
     (row,) = [r for r in summary.build({req.id: req}, results) if r.id == req.id]
     assert row.verdict == "passed" and row.ran_on == ["local cluster under test, simulated kubelet"]

@@ -60,8 +60,13 @@ def test_every_input_changes_the_key(bins: dict[str, Path], tmp_path: Path) -> N
     changed_crd = copy.deepcopy(CRD)
     changed_crd["spec"]["group"] = "kueue.example.com"
     assert _key([], bins, [changed_crd]) != base
-    for override in ("topology.racks_per_block=3", "kueue.flavor_name=other", "timeouts.node_grace_seconds=30",
-                     "versions.kueue=v0.18.0", "kueue.topology_name=t2"):
+    for override in (
+        "topology.racks_per_block=3",
+        "kueue.flavor_name=other",
+        "timeouts.node_grace_seconds=30",
+        "versions.kueue=v0.18.0",
+        "kueue.topology_name=t2",
+    ):
         assert _key([override], bins, [CRD]) != base, override
     # a controller flag is no stored state: the same snapshot
     assert _key(["kueue.manage_jobs_without_queue_name=true", "timeouts.scale=3"], bins, [CRD]) == base

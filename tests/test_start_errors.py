@@ -36,7 +36,9 @@ def test_an_unknown_cause_shows_the_log_tail(tmp_path: Path) -> None:
 
 def test_an_exhausted_inotify_limit_is_named_with_its_fix(tmp_path: Path) -> None:
     # Kueue v0.17.0's last lines when 14 local clusters ran at once under the default limit of 128.
-    log = ('{"level":"error","logger":"setup","caller":"kueue/main.go:216","msg":"Unable to initialize '
-           'metrics certificate watcher","error":"too many open files"}\n')
+    log = (
+        '{"level":"error","logger":"setup","caller":"kueue/main.go:216","msg":"Unable to initialize '
+        'metrics certificate watcher","error":"too many open files"}\n'
+    )
     msg = exit_message(_rec(tmp_path, log))
     assert "fs.inotify.max_user_instances" in msg and "sysctl -w" in msg and "\n" not in msg

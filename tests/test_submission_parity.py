@@ -50,8 +50,14 @@ def validator(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for tmpl in submission.template_dir().glob("AIConformance-*.yaml"):
         shutil.copy(tmpl, work / "docs" / tmpl.name)
     env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
-    built = subprocess.run([go, "build", "-tags", "validate", "-o", "validator", "validate.go"], cwd=work,
-                           capture_output=True, text=True, timeout=600, env=env)
+    built = subprocess.run(
+        [go, "build", "-tags", "validate", "-o", "validator", "validate.go"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     if built.returncode != 0 and "gopkg.in/yaml.v3" in built.stderr:
         pytest.skip(f"gopkg.in/yaml.v3 not in the module cache nor reachable: {built.stderr.strip()[-200:]}")
     assert built.returncode == 0, built.stderr
@@ -107,8 +113,13 @@ def test_product_check_final_judges_as_the_cncf_validator(validator: Path, case:
     here.mkdir(parents=True, exist_ok=True)
     (here / "evidence.md").write_text("how it was checked\n")
     (here / "PRODUCT.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    run = subprocess.run([str(validator / "validator"), str((here / "PRODUCT.yaml").relative_to(validator))],
-                         cwd=validator, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [str(validator / "validator"), str((here / "PRODUCT.yaml").relative_to(validator))],
+        cwd=validator,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     theirs = [line.strip()[2:] for line in run.stdout.splitlines() if line.strip().startswith("- ")]
     ours, _ = submission.check_file(here / "PRODUCT.yaml")
     assert (run.returncode == 0, len(theirs)) == (not ours, len(ours)), (theirs, ours)

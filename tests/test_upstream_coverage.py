@@ -30,7 +30,7 @@ def _load() -> ModuleType:
 
 uc = _load()
 
-QUALIFIED = '''
+QUALIFIED = """
 package e2e
 
 var _ = ginkgo.Describe("leaderWorkerSet e2e tests", func() {
@@ -52,9 +52,9 @@ var _ = ginkgo.Describe("leaderWorkerSet e2e tests", func() {
 	)
 	ginkgo.It("after the table", func() {})
 })
-'''
+"""
 
-DOT_IMPORTED = '''
+DOT_IMPORTED = """
 var _ = Describe("DisaggregatedSet E2E Tests", Ordered, func() {
 	Context("Rolling Update Step Tracking", func() {
 		for _, tc := range testCases {
@@ -65,7 +65,7 @@ var _ = Describe("DisaggregatedSet E2E Tests", Ordered, func() {
 	g.It("a method of something else", func() {})
 	Expect(x).To(Succeed())
 })
-'''
+"""
 
 
 def test_qualified_specs_are_named_by_their_containers() -> None:
@@ -89,12 +89,12 @@ def test_dot_imported_specs_keep_a_format_string_and_name_a_variable() -> None:
 
 
 def test_kueue_keeps_every_spec_of_an_lws_file_and_only_lws_specs_elsewhere() -> None:
-    other = '''
+    other = """
 var _ = ginkgo.Describe("MultiKueue", func() {
 	ginkgo.It("Should run a Job", func() { job := testingjob.MakeJob("j", ns) })
 	ginkgo.It("Should sync a set", func() { lws := leaderworkersettesting.MakeLeaderWorkerSet("l", ns) })
 })
-'''
+"""
     lws_file = 'var _ = ginkgo.Describe("LeaderWorkerSet Webhook", func() { ginkgo.It("rejects", func() {}) })'
     files = {
         "test/e2e/multikueue/e2e_test.go": other,
@@ -111,8 +111,14 @@ var _ = ginkgo.Describe("MultiKueue", func() {
 
 
 def _entry(**kw: object) -> dict[str, object]:
-    base: dict[str, object] = {"repo": "lws", "file": "test/e2e/e2e_test.go", "test": "A / b",
-                               "refs": ["main"], "status": "covered", "requirements": ["LWS-NAME-001"]}
+    base: dict[str, object] = {
+        "repo": "lws",
+        "file": "test/e2e/e2e_test.go",
+        "test": "A / b",
+        "refs": ["main"],
+        "status": "covered",
+        "requirements": ["LWS-NAME-001"],
+    }
     base.update(kw)
     return base
 
@@ -141,12 +147,15 @@ def test_a_case_mapped_twice_is_an_error() -> None:
 
 
 def test_new_upstream_cases_show_as_unmapped_and_vanished_ones_as_missing() -> None:
-    data = {"refs": {"lws": {"main": "abc"}}, "cases": [
-        _entry(test="A / kept"),
-        _entry(test="A / renamed upstream"),
-        _entry(test="A / only on a release", refs=["v0.10.0"]),
-        _entry(test="A / out of scope", status="none", requirements=[], reason="Volcano"),
-    ]}
+    data = {
+        "refs": {"lws": {"main": "abc"}},
+        "cases": [
+            _entry(test="A / kept"),
+            _entry(test="A / renamed upstream"),
+            _entry(test="A / only on a release", refs=["v0.10.0"]),
+            _entry(test="A / out of scope", status="none", requirements=[], reason="Volcano"),
+        ],
+    }
     cases = [uc.Case("test/e2e/e2e_test.go", n, 1, "") for n in ("A / kept", "A / brand new", "A / out of scope")]
     result = uc.compare("lws", "main", "abc123", cases, data)
     assert [c.name for c in result.unmapped] == ["A / brand new"]
@@ -162,6 +171,11 @@ def test_the_map_is_well_formed_against_the_catalogue() -> None:
     assert {e["repo"] for e in data["cases"]} == {"lws", "kueue"}
     # every upstream LWS test tree the map promises is in it
     files = {e["file"] for e in data["cases"]}
-    for prefix in ("test/e2e/disaggregatedset/", "test/integration/controllers/", "test/integration/webhooks/",
-                   "test/e2e/singlecluster/", "test/e2e/tas/"):
+    for prefix in (
+        "test/e2e/disaggregatedset/",
+        "test/integration/controllers/",
+        "test/integration/webhooks/",
+        "test/e2e/singlecluster/",
+        "test/e2e/tas/",
+    ):
         assert any(f.startswith(prefix) for f in files), prefix

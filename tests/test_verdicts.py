@@ -19,8 +19,15 @@ V09 = {"lws": "v0.9.0"}
 
 def dev(kind: str = "deterministic", symptom: str = r"^boom \d+$", fixed: str | None = "v0.10.0") -> Deviation:
     return Deviation(
-        "up-1", "LWS-X-001", "lws", "v0.5.0", (fixed,) if fixed else (), kind, re.compile(symptom),
-        "AssertionError", "t",
+        "up-1",
+        "LWS-X-001",
+        "lws",
+        "v0.5.0",
+        (fixed,) if fixed else (),
+        kind,
+        re.compile(symptom),
+        "AssertionError",
+        "t",
         ("https://github.com/kubernetes-sigs/lws/issues/1",),
     )
 
@@ -34,10 +41,14 @@ def test_any_other_failure_of_the_same_requirement_stays_failed() -> None:
     """A test double that fails differently: other message, other exception, other version."""
     assert classify("LWS-X-001", "MUST", "failed", "boom x", "AssertionError", V09, [dev()]).verdict == "failed"
     assert classify("LWS-X-001", "MUST", "failed", "boom 3", "WaitTimeout", V09, [dev()]).verdict == "failed"
-    assert classify("LWS-X-001", "MUST", "failed", "boom 3", "AssertionError", {"lws": "v0.10.0"},
-                    [dev()]).verdict == "failed"
-    assert classify("LWS-X-001", "MUST", "failed", "boom 3", "AssertionError", {"lws": "v0.4.0"},
-                    [dev()]).verdict == "failed"
+    assert (
+        classify("LWS-X-001", "MUST", "failed", "boom 3", "AssertionError", {"lws": "v0.10.0"}, [dev()]).verdict
+        == "failed"
+    )
+    assert (
+        classify("LWS-X-001", "MUST", "failed", "boom 3", "AssertionError", {"lws": "v0.4.0"}, [dev()]).verdict
+        == "failed"
+    )
     assert classify("LWS-Y-001", "MUST", "failed", "boom 3", "AssertionError", V09, [dev()]).verdict == "failed"
 
 
@@ -56,10 +67,28 @@ def test_every_failure_is_judged_on_its_own() -> None:
 
 
 def test_two_deviations_of_one_requirement_are_both_named() -> None:
-    other = Deviation("up-2", "LWS-X-001", "lws", None, (), "race", re.compile(r"^bang$"), None, "t2",
-                      ("https://github.com/kubernetes-sigs/lws/issues/2",))
-    o = classify("LWS-X-001", "MUST", "failed", "", "", V09, [dev(), other],
-                 failures=[("AssertionError", "boom 1"), ("AssertionError", "bang")])
+    other = Deviation(
+        "up-2",
+        "LWS-X-001",
+        "lws",
+        None,
+        (),
+        "race",
+        re.compile(r"^bang$"),
+        None,
+        "t2",
+        ("https://github.com/kubernetes-sigs/lws/issues/2",),
+    )
+    o = classify(
+        "LWS-X-001",
+        "MUST",
+        "failed",
+        "",
+        "",
+        V09,
+        [dev(), other],
+        failures=[("AssertionError", "boom 1"), ("AssertionError", "bang")],
+    )
     assert o.verdict == "known-deviation" and o.deviation == "up-1, up-2"
     combined = combine([Outcome("known-deviation", "a", "up-1"), Outcome("known-deviation", "b", "up-2")])
     assert combined.deviation == "up-1, up-2" and combined.detail == "a\n\nb"
@@ -102,9 +131,11 @@ def test_combining_tests_worst_first_and_skips_visible() -> None:
     assert combine([p, Outcome("known-deviation", "d", "x")]).verdict == "known-deviation"
     # a deviation reproduced in one test is not "fixed" because another test did not show it
     assert combine([Outcome("deviation-fixed?", "", "x"), Outcome("known-deviation", "d", "x")]).verdict == (
-        "known-deviation")
+        "known-deviation"
+    )
     assert combine([Outcome("deviation-fixed?", "", "x"), Outcome("known-deviation", "d", "y")]).verdict == (
-        "deviation-fixed?")
+        "deviation-fixed?"
+    )
 
 
 # -- the listed deviations, against real and altered evidence ------------------------------
@@ -155,8 +186,12 @@ def _subgroup_message(wrong: dict[str, tuple[tuple[str, str], tuple[str, str]]])
 
 def test_lws917_symptom_is_exactly_worker_j_in_subgroup_j_minus_1() -> None:
     k = "0" * 40
-    shifted = {"sg31-0-1": (("0", k), ("1", k)), "sg31-0-2": (("1", k), ("2", k)),
-               "sg31-1-1": (("0", k), ("1", k)), "sg31-1-2": (("1", k), ("2", k))}
+    shifted = {
+        "sg31-0-1": (("0", k), ("1", k)),
+        "sg31-0-2": (("1", k), ("2", k)),
+        "sg31-1-1": (("0", k), ("1", k)),
+        "sg31-1-2": (("1", k), ("2", k)),
+    }
     d = next(d for d in deviations.load() if d.id == "lws-917")
     assert d.matches("AssertionError", _subgroup_message(shifted))
     other = dict(shifted, **{"sg31-1-2": (("0", k), ("2", k))})  # a different wrong index
@@ -167,21 +202,27 @@ def test_lws917_symptom_is_exactly_worker_j_in_subgroup_j_minus_1() -> None:
 
 def test_lws998_symptom_needs_some_but_not_all_tries() -> None:
     d = next(d for d in deviations.load() if d.id == "lws-998")
-    race = ("kubernetes-sigs/lws#998 picture in 1 of 4 tries: worker rg-1-1 replaced alone (new UID), leader rg-1 "
-            "kept its UID for the whole recovery deadline and 40 s after it; the other tries recreated the whole group")
+    race = (
+        "kubernetes-sigs/lws#998 picture in 1 of 4 tries: worker rg-1-1 replaced alone (new UID), leader rg-1 "
+        "kept its UID for the whole recovery deadline and 40 s after it; the other tries recreated the whole group"
+    )
     assert d.matches("AssertionError", race)
     unwatched = race.replace(" and 40 s after it", "")  # a slow controller, not yet told from the race
     assert not d.matches("AssertionError", unwatched)
-    always = ("a deleted worker never made LWS recreate its group: in 4 of 4 tries worker rg-1-1 was replaced "
-              "alone and leader rg-1 kept its UID for 45 s")
+    always = (
+        "a deleted worker never made LWS recreate its group: in 4 of 4 tries worker rg-1-1 was replaced "
+        "alone and leader rg-1 kept its UID for 45 s"
+    )
     assert not d.matches("AssertionError", always)
     assert not d.matches("WaitTimeout", "timed out waiting for every pod of group 1 recreated")
 
 
 def test_bad_deviation_entries_are_rejected(tmp_path: Path) -> None:
     f = tmp_path / "d.yaml"
-    f.write_text("deviations:\n- {id: a, requirement: R, component: lws, kind: sometimes, symptom: x, title: t,"
-                 " upstream: [https://x]}\n")
+    f.write_text(
+        "deviations:\n- {id: a, requirement: R, component: lws, kind: sometimes, symptom: x, title: t,"
+        " upstream: [https://x]}\n"
+    )
     with pytest.raises(ValueError, match="kind"):
         deviations.load(f)
     f.write_text("deviations:\n- {id: a, requirement: R, component: lws, kind: race, symptom: x, title: t}\n")

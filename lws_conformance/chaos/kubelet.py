@@ -203,19 +203,39 @@ def init_failed(pod: Obj, container: str, exit_code: int = 1, at: str | None = N
                 "ready": False,
                 "started": False,
                 "restartCount": count,
-                "state": {"terminated": {"exitCode": exit_code, "reason": "Error", "startedAt": at, "finishedAt": at,
-                                         "containerID": _cid(pod, name, count)}},
+                "state": {
+                    "terminated": {
+                        "exitCode": exit_code,
+                        "reason": "Error",
+                        "startedAt": at,
+                        "finishedAt": at,
+                        "containerID": _cid(pod, name, count),
+                    }
+                },
             }
             if (old.get(name) or {}).get("lastState"):
                 st["lastState"] = old[name]["lastState"]
         else:
-            st = {"name": name, "image": _image(pod, "initContainers", name), "imageID": "", "ready": False,
-                  "restartCount": count, "started": False,
-                  "state": {"waiting": {"reason": "PodInitializing"}}}
+            st = {
+                "name": name,
+                "image": _image(pod, "initContainers", name),
+                "imageID": "",
+                "ready": False,
+                "restartCount": count,
+                "started": False,
+                "state": {"waiting": {"reason": "PodInitializing"}},
+            }
         init_statuses.append(st)
     waiting = [
-        {"name": n, "image": _image(pod, "containers", n), "imageID": "", "ready": False, "restartCount": 0,
-         "started": False, "state": {"waiting": {"reason": "PodInitializing"}}}
+        {
+            "name": n,
+            "image": _image(pod, "containers", n),
+            "imageID": "",
+            "ready": False,
+            "restartCount": 0,
+            "started": False,
+            "state": {"waiting": {"reason": "PodInitializing"}},
+        }
         for n in apps
     ]
     body = {
@@ -259,12 +279,30 @@ def _pending_conditions(pod: Obj, inits: list[str], apps: list[str], at: str) ->
     unready = f"containers with unready status: [{' '.join(apps)}]"
     return [
         {"type": "PodReadyToStartContainers", "status": "True", "lastProbeTime": None, "lastTransitionTime": at},
-        {"type": "Initialized", "status": "False", "reason": "ContainersNotInitialized", "message": not_init,
-         "lastProbeTime": None, "lastTransitionTime": at},
-        {"type": "Ready", "status": "False", "reason": "ContainersNotReady", "message": unready,
-         "lastProbeTime": None, "lastTransitionTime": at},
-        {"type": "ContainersReady", "status": "False", "reason": "ContainersNotReady", "message": unready,
-         "lastProbeTime": None, "lastTransitionTime": at},
+        {
+            "type": "Initialized",
+            "status": "False",
+            "reason": "ContainersNotInitialized",
+            "message": not_init,
+            "lastProbeTime": None,
+            "lastTransitionTime": at,
+        },
+        {
+            "type": "Ready",
+            "status": "False",
+            "reason": "ContainersNotReady",
+            "message": unready,
+            "lastProbeTime": None,
+            "lastTransitionTime": at,
+        },
+        {
+            "type": "ContainersReady",
+            "status": "False",
+            "reason": "ContainersNotReady",
+            "message": unready,
+            "lastProbeTime": None,
+            "lastTransitionTime": at,
+        },
         *scheduled,
     ]
 
@@ -280,15 +318,37 @@ def started(pod: Obj, ready: bool, pod_ip: str, host_ip: str, at: str | None = N
     at = at or now()
     status = pod.get("status") or {}
     inits = [
-        {"name": c["name"], "image": c.get("image", ""), "imageID": "", "containerID": _cid(pod, c["name"], 0),
-         "ready": True, "started": False, "restartCount": 0,
-         "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": at, "finishedAt": at,
-                                  "containerID": _cid(pod, c["name"], 0)}}}
+        {
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": "",
+            "containerID": _cid(pod, c["name"], 0),
+            "ready": True,
+            "started": False,
+            "restartCount": 0,
+            "state": {
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": at,
+                    "finishedAt": at,
+                    "containerID": _cid(pod, c["name"], 0),
+                }
+            },
+        }
         for c in pod["spec"].get("initContainers") or []
     ]
     apps = [
-        {"name": c["name"], "image": c.get("image", ""), "imageID": "", "containerID": _cid(pod, c["name"], 0),
-         "ready": ready, "started": True, "restartCount": 0, "state": {"running": {"startedAt": at}}}
+        {
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": "",
+            "containerID": _cid(pod, c["name"], 0),
+            "ready": ready,
+            "started": True,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": at}},
+        }
         for c in pod["spec"]["containers"]
     ]
     names = [c["name"] for c in pod["spec"]["containers"]]
@@ -297,8 +357,13 @@ def started(pod: Obj, ready: bool, pod_ip: str, host_ip: str, at: str | None = N
         {"type": "PodReadyToStartContainers", "status": "True", "lastProbeTime": None, "lastTransitionTime": at},
         {"type": "Initialized", "status": "True", "lastProbeTime": None, "lastTransitionTime": at},
         *(
-            {"type": t, "status": value[0], "lastProbeTime": None, "lastTransitionTime": at,
-             **({"reason": value[1], "message": value[2]} if value[1] else {})}
+            {
+                "type": t,
+                "status": value[0],
+                "lastProbeTime": None,
+                "lastTransitionTime": at,
+                **({"reason": value[1], "message": value[2]} if value[1] else {}),
+            }
             for t in ("Ready", "ContainersReady")
         ),
         *(c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"),
@@ -363,22 +428,35 @@ class ScriptedNode:
 
     # -- life cycle
     def __enter__(self) -> ScriptedNode:
-        self.core.create_node({
+        node = {
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {"name": self.name, "labels": {self.hostname_label: self.name}},
             "spec": {"taints": [{"key": UNBACKED, "value": "true", "effect": "NoSchedule"}]},
-        })  # type: ignore[arg-type]  # the client accepts dicts
+        }
+        self.core.create_node(node)  # type: ignore[arg-type]  # the client accepts dicts
         try:
             capacity = {"cpu": "32", "memory": "256Gi", "pods": "110"}
-            self.core.patch_node_status(self.name, {"status": {
-                "capacity": capacity,
-                "allocatable": capacity,
-                "addresses": [{"type": "InternalIP", "address": self.host_ip}],
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                "message": "lwsc scripted kubelet", "lastHeartbeatTime": now(),
-                                "lastTransitionTime": now()}],
-            }})
+            self.core.patch_node_status(
+                self.name,
+                {
+                    "status": {
+                        "capacity": capacity,
+                        "allocatable": capacity,
+                        "addresses": [{"type": "InternalIP", "address": self.host_ip}],
+                        "conditions": [
+                            {
+                                "type": "Ready",
+                                "status": "True",
+                                "reason": "KubeletReady",
+                                "message": "lwsc scripted kubelet",
+                                "lastHeartbeatTime": now(),
+                                "lastTransitionTime": now(),
+                            }
+                        ],
+                    }
+                },
+            )
             self._renew()
             self._thread = threading.Thread(target=self._run, name=f"scripted-kubelet-{self.name}", daemon=True)
             self._thread.start()
@@ -397,8 +475,9 @@ class ScriptedNode:
 
     def _teardown(self) -> None:
         for p in self._list():
-            _ignore_gone(partial(self.core.delete_namespaced_pod, p["metadata"]["name"], self.namespace,
-                                 grace_period_seconds=0))
+            _ignore_gone(
+                partial(self.core.delete_namespaced_pod, p["metadata"]["name"], self.namespace, grace_period_seconds=0)
+            )
         _ignore_gone(lambda: self.coord.delete_namespaced_lease(self.name, "kube-node-lease"))
         _ignore_gone(lambda: self.core.delete_node(self.name))
 
@@ -407,9 +486,16 @@ class ScriptedNode:
         each pod once it terminates), then raise what the kubelet thread met (also first: a dead
         kubelet removes nothing, and its failure, not the wait's, is what happened)."""
         self.check()
-        wait_for(self.api, self.core.list_namespaced_pod, lambda objs: not objs, what=f"pods on node {self.name}",
-                 condition="none left (their workload deleted)", timeout=timeout, namespace=self.namespace,
-                 field_selector=f"spec.nodeName={self.name}")
+        wait_for(
+            self.api,
+            self.core.list_namespaced_pod,
+            lambda objs: not objs,
+            what=f"pods on node {self.name}",
+            condition="none left (their workload deleted)",
+            timeout=timeout,
+            namespace=self.namespace,
+            field_selector=f"spec.nodeName={self.name}",
+        )
         self.check()
 
     def check(self) -> None:
@@ -441,8 +527,10 @@ class ScriptedNode:
 
     def _renew(self) -> None:
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        body = {"metadata": {"name": self.name},
-                "spec": {"holderIdentity": self.name, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": stamp}}
+        body = {
+            "metadata": {"name": self.name},
+            "spec": {"holderIdentity": self.name, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": stamp},
+        }
         try:
             self.coord.patch_namespaced_lease(self.name, "kube-node-lease", body)
         except ApiException as exc:
@@ -542,16 +630,23 @@ class ScriptedNode:
             high, low = divmod(self._ips, 256)
             ip = f"100.65.{high}.{low}"
             patch = started(pod, self.ready(pod), ip, self.host_ip)
-            _ignore_gone(lambda: self.core.patch_namespaced_pod_status(
-                meta["name"], self.namespace, patch, _content_type=JSON_PATCH))
-
+            _ignore_gone(
+                lambda: self.core.patch_namespaced_pod_status(
+                    meta["name"], self.namespace, patch, _content_type=JSON_PATCH
+                )
+            )
 
     def _remove(self, pod: str, uid: str) -> None:
         self._deleted.add(uid)
         try:
-            _ignore_gone(lambda: self.core.delete_namespaced_pod(
-                pod, self.namespace, grace_period_seconds=0,
-                body=client.V1DeleteOptions(grace_period_seconds=0, preconditions=client.V1Preconditions(uid=uid))))
+            _ignore_gone(
+                lambda: self.core.delete_namespaced_pod(
+                    pod,
+                    self.namespace,
+                    grace_period_seconds=0,
+                    body=client.V1DeleteOptions(grace_period_seconds=0, preconditions=client.V1Preconditions(uid=uid)),
+                )
+            )
         except BaseException as exc:  # surfaced by check()
             self.errors.append(exc)
 

@@ -44,7 +44,6 @@ def admission_refusals(records: list[Obj], namespace: str, name: str) -> dict[st
     return out
 
 
-
 RECONCILER_ERROR = "Reconciler error"  # controller-runtime's record of a reconcile that returned an error
 
 
@@ -58,7 +57,6 @@ def reconciler_errors(records: list[Obj], namespace: str, names: set[str]) -> di
         err = str(r.get("error") or "").strip() or "(no error logged)"
         out[err] = out.get(err, 0) + 1
     return out
-
 
 
 LWS_RECONCILE = "Reconcile LeaderWorkerSet"  # Kueue's LWS reconciler, at verbosity 2 (leaderworkerset_reconciler.go)
@@ -78,9 +76,11 @@ def reconciles_after(records: list[Obj], namespace: str, name: str, after: float
         n += ts > after
     return n
 
+
 def describe_errors(errors: dict[str, int]) -> str:
     """Distinct logged errors with how often each was logged, in the order first logged."""
     return "; ".join(f"{err} ({n} time(s))" for err, n in errors.items())
+
 
 def gpus(pod: Obj, resource: str) -> int:
     """The pod's requests of `resource`, summed over its containers."""

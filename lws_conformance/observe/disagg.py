@@ -183,9 +183,7 @@ def check(events: Sequence[Event], ds_name: str, only: Sequence[str] | None = No
     stretch of consecutive failing checks of one key (see the module docstring)."""
     names = set(only if only is not None else INVARIANTS)
     checkers: list[_Checker] = [
-        c
-        for c in (_Surge(), _Availability(), _Stability(), _Drain(), _Decoupled(), _ServicesKept())
-        if c.name in names
+        c for c in (_Surge(), _Availability(), _Stability(), _Drain(), _Decoupled(), _ServicesKept()) if c.name in names
     ]
     found: list[Violation] = []
     open_: set[tuple[str, object]] = set()

@@ -399,5 +399,3 @@ def pods_disturbed(events: Sequence[WatchEvent], names: Iterable[str]) -> list[s
         if bad:
             out.append(f"{_ref(e)}: {', '.join(bad)}")
     return out
-
-

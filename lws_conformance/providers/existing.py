@@ -179,8 +179,10 @@ def pin(t: Target, out: Path) -> Path:
             return []
         entry, origin = found
         base = origin.resolve().parent
-        body = {k: (str(base / v) if k in _PATH_KEYS and v and not os.path.isabs(v) else v)
-                for k, v in (entry.get(key) or {}).items()}
+        body = {
+            k: (str(base / v) if k in _PATH_KEYS and v and not os.path.isabs(v) else v)
+            for k, v in (entry.get(key) or {}).items()
+        }
         return [{**entry, key: body}]
 
     pinned = {

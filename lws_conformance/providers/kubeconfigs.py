@@ -54,8 +54,11 @@ def read(files: tuple[Path, ...]) -> Merged:
             if isinstance(value, dict) and "name" in value:
                 entries[section][str(value["name"])] = (value, Path(getattr(node, "path", None) or files[0]))
     current = next(
-        (str(merger.config_files[p]["current-context"]) for p in merger.paths
-         if isinstance(merger.config_files[p], dict) and merger.config_files[p].get("current-context")),
+        (
+            str(merger.config_files[p]["current-context"])
+            for p in merger.paths
+            if isinstance(merger.config_files[p], dict) and merger.config_files[p].get("current-context")
+        ),
         None,
     )
     return Merged(tuple(Path(p) for p in merger.paths), current, entries)

@@ -48,6 +48,7 @@ class RunningCluster(Protocol):
 
     def installed_manifests(self, component: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]: ...
 
+
 Obj = dict[str, Any]
 REPAIRABLE = ("capacity", "allocatable", "nodeInfo")
 VERSION_KEY = {

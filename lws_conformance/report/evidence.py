@@ -30,6 +30,7 @@ CATEGORIES = [
     },
 ]
 
+
 def write_allure_metadata(results_dir: Path, versions: dict[str, str], provider: str, profile: str) -> None:
     results_dir.mkdir(parents=True, exist_ok=True)
     props = {f"{k.capitalize()}.version": v for k, v in sorted(versions.items())}

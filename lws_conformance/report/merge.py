@@ -101,8 +101,10 @@ def results(dirs: list[Path]) -> dict[str, Any]:
         "pytest_exit": 1 if any(int(doc["pytest_exit"]) == 1 for doc in docs) else 0,  # every shard is whole
         "unjudged": {},
         "run_id": f"merged-{time.strftime('%Y%m%d-%H%M%S')}",
-        "merged_from": [{"dir": str(d), "run_id": doc.get("run_id"), "shard": doc.get("shard", "")}
-                        for d, doc in zip(dirs, docs, strict=True)],
+        "merged_from": [
+            {"dir": str(d), "run_id": doc.get("run_id"), "shard": doc.get("shard", "")}
+            for d, doc in zip(dirs, docs, strict=True)
+        ],
         "started": min(str(doc.get("started", "")) for doc in docs),
         "finished": max(str(doc.get("finished", "")) for doc in docs),
         "results": merged_results,

@@ -98,8 +98,9 @@ def _anchor(report: str) -> str:
 def _dev_links(dev: deviations.Deviation) -> str:
     links = [f"<a href='{_e(u)}'>{_e(u.removeprefix('https://github.com/'))}</a>" for u in dev.upstream]
     if dev.report:
-        links.append(f"<a href='#{_anchor(dev.report)}'>ready-to-file report {_e(dev.report)}</a> (not reported "
-                     "upstream yet)")
+        links.append(
+            f"<a href='#{_anchor(dev.report)}'>ready-to-file report {_e(dev.report)}</a> (not reported upstream yet)"
+        )
     if dev.fixed_on_main:
         links.append(f"fixed on main: {_e(dev.fixed_on_main)}")
     return "; ".join(links)
@@ -143,8 +144,7 @@ def _report_text(relative: str) -> str:
 
 def _sources(row: dict[str, Any]) -> str:
     return "<br>".join(
-        f"<a href='{_e(s['url'])}' title='{_e(s.get('quote', ''))}'>{_e(s['kind'])}</a>"
-        for s in row.get("sources", [])
+        f"<a href='{_e(s['url'])}' title='{_e(s.get('quote', ''))}'>{_e(s['kind'])}</a>" for s in row.get("sources", [])
     )
 
 

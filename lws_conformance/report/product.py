@@ -72,8 +72,13 @@ def for_submission(summary: dict[str, Any]) -> tuple[bool, str]:
 def evidence(rows: list[dict[str, Any]]) -> list[str]:
     """The run's evidence in the checklist's form: the junit test cases of each gang-scheduling
     requirement that ran (their names carry the requirement id), the log and the summary."""
-    gang = [r["id"] for r in rows if r["id"].startswith("KUEUE-GANG") and r.get("level", "MUST") == "MUST"
-            and r.get("verdict") not in ("not-run", "not-applicable")]
+    gang = [
+        r["id"]
+        for r in rows
+        if r["id"].startswith("KUEUE-GANG")
+        and r.get("level", "MUST") == "MUST"
+        and r.get("verdict") not in ("not-run", "not-applicable")
+    ]
     return [*(f"{FILE_REF}{EVIDENCE[0]}#{rid}" for rid in gang), *(f"{FILE_REF}{name}" for name in EVIDENCE[1:])]
 
 
@@ -120,8 +125,13 @@ def build(summary: dict[str, Any], metadata: dict[str, Any] | None = None) -> di
     )
     entry: dict[str, Any] = {"id": ITEM, "description": DESCRIPTION, "level": "MUST", "status": status}
     entry.update({"evidence": evidence(summary.get("requirements", [])), "notes": notes})
-    run = {"run": summary.get("run_id", "?"), "mode": summary.get("mode", "standard"),
-           "exitCode": (summary.get("conclusion") or {}).get("code"), "forSubmission": ok, "why": use}
+    run = {
+        "run": summary.get("run_id", "?"),
+        "mode": summary.get("mode", "standard"),
+        "exitCode": (summary.get("conclusion") or {}).get("code"),
+        "forSubmission": ok,
+        "why": use,
+    }
     return {RUN_KEY: run, "metadata": meta, "spec": {CATEGORY: [entry]}}
 
 

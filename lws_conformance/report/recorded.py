@@ -73,8 +73,10 @@ def _from_tar(path: Path) -> Recorded:
             members = [m for m in tar.getmembers() if m.isfile()]
             dirs = _run_dirs([m.name for m in members])
             if not dirs:
-                raise Unreadable(f"{path} holds no run (no {SUMMARY}); give the .tar.gz of `lwsc run`, `lwsc retrieve` "
-                                 "or `sonobuoy retrieve`")
+                raise Unreadable(
+                    f"{path} holds no run (no {SUMMARY}); give the .tar.gz of `lwsc run`, `lwsc retrieve` "
+                    "or `sonobuoy retrieve`"
+                )
             top = [d for d in dirs if len(d.parts) == len(dirs[0].parts)][-1]  # the newest run id at the top
             files: dict[str, bytes] = {}
             for m in members:
@@ -140,15 +142,19 @@ def text(rec: Recorded, *, detailed: bool = False) -> str:
     rows = s.get("requirements") or []
     shown = sorted(rows, key=lambda r: r["id"]) if detailed else not_passed(s)
     if not detailed:
-        lines.append(f"did not pass: {len(shown)} requirement(s)" + (" (all others passed, were not run or do not "
-                                                                       "apply)" if shown else ""))
+        lines.append(
+            f"did not pass: {len(shown)} requirement(s)"
+            + (" (all others passed, were not run or do not apply)" if shown else "")
+        )
     for r in shown:
         head = f"{r['verdict']:<16} {r.get('level', ''):<6} {r['id']}"
         if not detailed:
             lines.append(f"  {head}  {_first(r.get('detail', ''))}".rstrip())
             continue
         lines += [head, f"  {r.get('statement', '')}"]
-        lines += [f"  test {t.get('verdict')}: {t.get('nodeid')}" + (f" ({t['ran_on']})" if t.get("ran_on") else "")
-                  for t in r.get("tests") or []]
+        lines += [
+            f"  test {t.get('verdict')}: {t.get('nodeid')}" + (f" ({t['ran_on']})" if t.get("ran_on") else "")
+            for t in r.get("tests") or []
+        ]
         lines += [f"  | {ln}" for ln in (r.get("detail") or "").splitlines()]
     return "\n".join(lines).rstrip() + "\n"

@@ -82,7 +82,7 @@ def svg(summary: dict[str, Any], width: int = 1100) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
         f'font-size="11"><title>run timeline</title>',
         f'<text x="4" y="16">run timeline: {span:.0f} s; critical path: worker '
-        f'{html.escape(str(summary.get("critical_worker", "-")))} (outlined)</text>',
+        f"{html.escape(str(summary.get('critical_worker', '-')))} (outlined)</text>",
     ]
     for i, (w, info) in enumerate(workers.items()):
         y = top + i * row_h

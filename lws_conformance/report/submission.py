@@ -137,8 +137,14 @@ def _item_problems(req: dict[str, Any], item: dict[str, Any], base: Path | None)
     for link in evidence if isinstance(evidence, list) else []:
         local = isinstance(link, str) and link and not link.startswith(("http://", "https://"))
         if local and base is not None and not (base / link).is_file():
-            hint = (" (the CNCF validator looks a local evidence file up as a plain path next to PRODUCT.yaml: "
-                    "write it without file:// and #)") if link.startswith(product.FILE_REF) else ""
+            hint = (
+                (
+                    " (the CNCF validator looks a local evidence file up as a plain path next to PRODUCT.yaml: "
+                    "write it without file:// and #)"
+                )
+                if link.startswith(product.FILE_REF)
+                else ""
+            )
             out.append(f"evidence file for '{rid}' not found: {link} (relative to {base}){hint}")
     return out
 

@@ -46,8 +46,10 @@ def check(components: Iterable[str], progress: Callable[[str], None], dirs: list
         by_device.setdefault(d.stat().st_dev, d)
     free = {d: shutil.disk_usage(d).free / GB for d in by_device.values()}
     tightest = min(free, key=lambda d: free[d])
-    progress(f"cold build needs ≈{need:.0f} GB (Go module and build caches, binaries); "
-             f"{free[tightest]:.1f} GB free on the disk of {tightest}")
+    progress(
+        f"cold build needs ≈{need:.0f} GB (Go module and build caches, binaries); "
+        f"{free[tightest]:.1f} GB free on the disk of {tightest}"
+    )
     if free[tightest] < need:
         raise UserError(
             f"not enough disk for the build: ≈{need:.0f} GB needed, {free[tightest]:.1f} GB free at {tightest}; "

@@ -106,6 +106,7 @@ def recreate_group_reported(sc: Scenario, group: int) -> list[Obj]:
 
 # -- RecreateGroupAfterStart -------------------------------------------------------------------
 
+
 def waits_until_started(sc: Scenario, obj: Obj, form: str) -> None:
     """The recreate-after-start promise for `obj` (one group of 3, restartPolicy and annotation
     as the caller set them; `form` names them in messages): while the workers are Pending behind

@@ -144,9 +144,7 @@ def _ready_at(events: list[Any], pod: str, old_uid: str) -> float | None:
     return None
 
 
-def _groups_left_alone(
-    sc: Scenario, before: Placement, groups: tuple[str, ...], gone: set[str]
-) -> list[str]:
+def _groups_left_alone(sc: Scenario, before: Placement, groups: tuple[str, ...], gone: set[str]) -> list[str]:
     """`groups` lost their worker's node by deletion: wait until pod GC has removed each worker and
     a new one exists, then up to REBUILD for every one of them to be new, whole, Ready, off the
     failed nodes. Returns the groups showing lws#998's picture at the deadline (the worker replaced

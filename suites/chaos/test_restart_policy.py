@@ -258,15 +258,17 @@ def _init_gated_lws(name: str) -> Obj:
     obj = restart_lws(name, "RecreateGroupOnPodRestart", replicas=2, size=2)
     spec = obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
     spec["terminationGracePeriodSeconds"] = 1
-    spec["initContainers"] = [{
-        "name": "init",
-        "image": images.ref("agnhost"),
-        "command": ["/bin/sh", "-c", FAILING_INIT],
-        "env": [
-            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-            {"name": "FAIL", "valueFrom": {"configMapKeyRef": {"name": GATE, "key": "fail", "optional": True}}},
-        ],
-    }]
+    spec["initContainers"] = [
+        {
+            "name": "init",
+            "image": images.ref("agnhost"),
+            "command": ["/bin/sh", "-c", FAILING_INIT],
+            "env": [
+                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "FAIL", "valueFrom": {"configMapKeyRef": {"name": GATE, "key": "fail", "optional": True}}},
+            ],
+        }
+    ]
     return obj
 
 

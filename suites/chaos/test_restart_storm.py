@@ -41,9 +41,14 @@ def test_crash_looping_worker_recreates_its_group_every_time(scenario: Scenario,
         uids = wait_group_recreated(sc, lws, 0, uids, RECOVERY)
         rebuilds.append(round(time.monotonic() - t0, 3))
     total = time.monotonic() - began
-    figures = {"crashes": CRASHES, "group_recreations": len(rebuilds), "seconds": round(total, 3),
-               "recreations_per_minute": round(60 * len(rebuilds) / total, 1), "rebuild_seconds": rebuilds,
-               "note": "crash injected as soon as the group was steady again; no LWS-side delay observed"}
+    figures = {
+        "crashes": CRASHES,
+        "group_recreations": len(rebuilds),
+        "seconds": round(total, 3),
+        "recreations_per_minute": round(60 * len(rebuilds) / total, 1),
+        "rebuild_seconds": rebuilds,
+        "note": "crash injected as soon as the group was steady again; no LWS-side delay observed",
+    }
     out = artifact_dir(tmp_path) / f"{name}-restart-storm.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(figures, indent=2))

@@ -207,9 +207,7 @@ def admission_outcome(call: Any) -> tuple[Obj | None, int | None, str]:
 
 def dry_create(sc: Scenario, obj: Obj) -> tuple[Obj | None, int | None, str]:
     return admission_outcome(
-        lambda: sc.custom.create_namespaced_custom_object(
-            GROUP, VERSION, sc.namespace, PLURAL, obj, dry_run="All"
-        )
+        lambda: sc.custom.create_namespaced_custom_object(GROUP, VERSION, sc.namespace, PLURAL, obj, dry_run="All")
     )
 
 

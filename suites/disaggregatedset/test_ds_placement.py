@@ -55,9 +55,7 @@ def _running(sc: Scenario, sets: dict[str, int], condition: str) -> list[Obj]:
 
 @pytest.mark.requirement("LWS-DSPLACE-001")
 @pytest.mark.destructive  # one slice per rack: every rack
-def test_exclusive_slice_colocates_a_slice_and_spreads_slices(
-    scenario: Scenario, lwsc_cluster: ClusterHandle
-) -> None:
+def test_exclusive_slice_colocates_a_slice_and_spreads_slices(scenario: Scenario, lwsc_cluster: ClusterHandle) -> None:
     """As many slices as racks, each prefill (a group of 2) + decode (1), ExclusiveSlice on the
     rack label: each slice's 3 pods share one rack, and no two slices share a rack (so every rack
     holds one: placed at random, 4 slices would share a rack 9 times in 10)."""
@@ -95,15 +93,21 @@ def test_exclusive_topology_gives_a_domain_to_one_slice(scenario: Scenario, lwsc
             return [p for n in running for p in per[n]], waiting[0]
         return None
 
-    pods, waiting = sc.wait_pods(two_run_one_waits, "two sets Running in the two blocks, the third unschedulable",
-                                 timeout=90)
+    pods, waiting = sc.wait_pods(
+        two_run_one_waits, "two sets Running in the two blocks, the third unschedulable", timeout=90
+    )
     split, shared = P.one_domain_each(P.domains(pods, sc.node_labels(), t.block_label, D.SET))
     assert not split, f"a set's slice spread over several blocks: {split}"
     assert not shared, f"blocks holding the slices of two sets: {shared}"
     leak = sc.observe_pods(
-        lambda ps: next((f"{p['metadata']['name']} of {waiting} was scheduled to {p['spec']['nodeName']}"
-                         for p in ps if (p["metadata"].get("labels") or {}).get(D.SET) == waiting
-                         and p["spec"].get("nodeName")), None),
+        lambda ps: next(
+            (
+                f"{p['metadata']['name']} of {waiting} was scheduled to {p['spec']['nodeName']}"
+                for p in ps
+                if (p["metadata"].get("labels") or {}).get(D.SET) == waiting and p["spec"].get("nodeName")
+            ),
+            None,
+        ),
         duration=D.window(),
     )
     assert leak is None, leak
@@ -134,16 +138,27 @@ def test_placement_policy_admission(scenario: Scenario, lwsc_cluster: ClusterHan
     sc, host = scenario, lwsc_cluster.topology.hostname_label
     with claim("LWS-DSPLACE-003"):
         for policy in ("ExclusiveSlice", "ExclusiveTopology"):
-            rejected(sc, D.dset("notopo", _two_roles(), placementPolicy={"type": policy}), 403,
-                     "spec.placementPolicy.topology", "topology is required when type is not None")
+            rejected(
+                sc,
+                D.dset("notopo", _two_roles(), placementPolicy={"type": policy}),
+                403,
+                "spec.placementPolicy.topology",
+                "topology is required when type is not None",
+            )
         accepted(sc, D.dset("none", _two_roles(), placementPolicy={"type": "None"}))
         accepted(sc, D.dset("slice", _two_roles(), **_placed("ExclusiveSlice", host)))
     with claim("LWS-DSPLACE-004"):
         accepted(sc, D.dset("lwsexcl", _annotated("role", EXCLUSIVE, host)))
         for where, key in (("role", EXCLUSIVE), ("worker", EXCLUSIVE), ("role", SUBGROUP_EXCLUSIVE)):
             policy = "ExclusiveTopology" if where == "worker" else "ExclusiveSlice"
-            rejected(sc, D.dset(f"both-{where}", _annotated(where, key, host), **_placed(policy, host)), 403,
-                     "spec.roles[0]", key, CONFLICT)
+            rejected(
+                sc,
+                D.dset(f"both-{where}", _annotated(where, key, host), **_placed(policy, host)),
+                403,
+                "spec.roles[0]",
+                key,
+                CONFLICT,
+            )
         # on update (sets of 0 replicas: nothing runs): the annotation added next to a policy, and
         # a policy added next to the annotation
         zero = [D.role("prefill", 0, 2), D.role("decode", 0)]

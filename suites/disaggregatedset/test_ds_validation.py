@@ -64,16 +64,39 @@ def test_generated_names_fit_a_dns_label(scenario: Scenario) -> None:
     with 11 slices (index 10, two digits) <= 46; every role is checked, not only the first."""
     sc = scenario
     accepted(sc, D.dset("a" * 40, [D.role("b" * 7), D.role("b")]))  # 40+1+1+1+8+1+7+4 = 63
-    rejected(sc, D.dset("a" * 40, [D.role("b" * 8), D.role("b")]), D.GENERATED_NAME_STATUS,
-             "spec.roles[0].name", D.GENERATED_NAME_MESSAGE, "(64 chars)")
-    rejected(sc, D.dset("x" * 40, [D.role("b"), D.role("c" * 8)]), D.GENERATED_NAME_STATUS,
-             "spec.roles[1].name", D.GENERATED_NAME_MESSAGE)
-    rejected(sc, D.dset("max", [D.role("p" * 63), D.role("decode")]), D.GENERATED_NAME_STATUS,
-             "spec.roles[0].name", D.GENERATED_NAME_MESSAGE, "(82 chars)")  # the role-name rule allows it
+    rejected(
+        sc,
+        D.dset("a" * 40, [D.role("b" * 8), D.role("b")]),
+        D.GENERATED_NAME_STATUS,
+        "spec.roles[0].name",
+        D.GENERATED_NAME_MESSAGE,
+        "(64 chars)",
+    )
+    rejected(
+        sc,
+        D.dset("x" * 40, [D.role("b"), D.role("c" * 8)]),
+        D.GENERATED_NAME_STATUS,
+        "spec.roles[1].name",
+        D.GENERATED_NAME_MESSAGE,
+    )
+    rejected(
+        sc,
+        D.dset("max", [D.role("p" * 63), D.role("decode")]),
+        D.GENERATED_NAME_STATUS,
+        "spec.roles[0].name",
+        D.GENERATED_NAME_MESSAGE,
+        "(82 chars)",
+    )  # the role-name rule allows it
     sliced = {"slices": 11}
     accepted(sc, D.dset("s" * 39, [D.role("b" * 7), D.role("b")], **sliced))  # 39+1+2+1+8+1+7+4 = 63
-    rejected(sc, D.dset("s" * 40, [D.role("b" * 7), D.role("b")], **sliced), D.GENERATED_NAME_STATUS,
-             "spec.roles[0].name", D.GENERATED_NAME_MESSAGE, "(64 chars)")
+    rejected(
+        sc,
+        D.dset("s" * 40, [D.role("b" * 7), D.role("b")], **sliced),
+        D.GENERATED_NAME_STATUS,
+        "spec.roles[0].name",
+        D.GENERATED_NAME_MESSAGE,
+        "(64 chars)",
+    )
 
 
 @pytest.mark.requirement("LWS-DSVALID-002")

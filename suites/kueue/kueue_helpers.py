@@ -50,6 +50,7 @@ QUEUE = "lq"  # LocalQueue name in the test namespace (never `default`: that cap
 
 # -- queues ------------------------------------------------------------------------------------
 
+
 def plain_queue(
     scenario: Scenario, unique: str, quota: dict[str, str], *, preemption: bool = False, queue: str = QUEUE
 ) -> str:
@@ -124,6 +125,7 @@ def rack_of_ranked_workers(cluster: ClusterHandle, name: str) -> tuple[Obj, int]
 
 # -- Workloads ---------------------------------------------------------------------------------
 
+
 def admitted(wl: Obj) -> bool:
     return P.condition(wl, "Admitted") == "True"
 
@@ -185,6 +187,7 @@ def by_name(objs: list[Obj]) -> dict[str, Obj]:
 
 
 # -- pods of one LWS ---------------------------------------------------------------------------
+
 
 def selector(lws_name: str) -> str:
     return f"{NAME_LABEL}={lws_name}"

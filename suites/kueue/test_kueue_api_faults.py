@@ -75,9 +75,7 @@ def test_an_admitted_group_whose_ungating_was_refused_runs_once_the_refusal_ends
     scenario.create(refusal)
     scenario.create(binding)
     K.plain_queue(scenario, unique, {**quota, t.gpu_resource: "0"})
-    scenario.create(
-        workloads.lws("held", replicas=1, size=size, gpus=1, gpu_resource=t.gpu_resource, queue=K.QUEUE)
-    )
+    scenario.create(workloads.lws("held", replicas=1, size=size, gpus=1, gpu_resource=t.gpu_resource, queue=K.QUEUE))
     uid = K.lws_uid(scenario, "held")
     name = workloads.lws_workload_name("held", uid, 0)
     K.wait_pending(scenario, uid, name)

@@ -21,8 +21,7 @@ SIZE_PATH = "spec.leaderWorkerTemplate.size"
 
 
 @pytest.mark.requirement("KUEUE-VALID-004")
-def test_group_size_of_a_managed_lws_is_immutable(scenario: Scenario, lwsc_cluster: ClusterHandle,
-                                                  unique: str) -> None:
+def test_group_size_of_a_managed_lws_is_immutable(scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str) -> None:
     """Managed (queue-name label): size 2 -> 3 and 2 -> 1 refused naming the field, the LWS keeps
     size 2, replicas 1 -> 2 accepted. Unmanaged (no label): size 2 -> 3 accepted."""
     gpu = lwsc_cluster.topology.gpu_resource

@@ -462,7 +462,8 @@ def _status_written(lws: Obj) -> float | None:
     """The start of the second in which the API server last stored `lws`'s status (the latest
     managedFields entry of the status subresource), or None when no entry says so."""
     times = [
-        f["time"] for f in (lws.get("metadata") or {}).get("managedFields") or []
+        f["time"]
+        for f in (lws.get("metadata") or {}).get("managedFields") or []
         if f.get("subresource") == "status" and f.get("time")
     ]
     return max(datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() for t in times) if times else None

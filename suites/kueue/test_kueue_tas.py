@@ -367,9 +367,7 @@ def _placed_in_one_rack(
         _delete_lws_then_nodes(sc, "lf", list(names))
 
 
-def _wait_quota(
-    sc: Scenario, uid: str, name: str, mine: Any, last: list[Obj], why: str, deadline: float = 60
-) -> None:
+def _wait_quota(sc: Scenario, uid: str, name: str, mine: Any, last: list[Obj], why: str, deadline: float = 60) -> None:
     """Wait for Workload `name` to get quota. After K.ADMISSION_SECONDS (× timeouts.scale) without
     it, the failure is named from Kueue's own evidence: the API server refusing Kueue's admission
     of it, as Kueue's scheduler logs it. Without such evidence the wait goes on to `deadline`, so a

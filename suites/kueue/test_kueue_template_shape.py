@@ -47,8 +47,12 @@ def _with_init_container(obj: Obj) -> Obj:
     once, so the pods also start on a real kubelet)."""
     spec = obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
     spec["initContainers"] = [
-        {"name": "init", "image": images.ref("agnhost"), "command": ["/bin/sh", "-c", "true"],
-         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
+        {
+            "name": "init",
+            "image": images.ref("agnhost"),
+            "command": ["/bin/sh", "-c", "true"],
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+        }
     ]
     return obj
 
@@ -88,14 +92,25 @@ def test_template_shape_of_a_managed_lws_is_immutable(scenario: Scenario, unique
         with claim("KUEUE-VALID-005"):
             _refused(scenario, "ts", [{"op": "replace", "path": path, "value": "200m"}], f"a change of {what}", field)
     with claim("KUEUE-VALID-006"):
-        _refused(scenario, "ts", [{"op": "remove", "path": f"{LWT}/leaderTemplate"}],
-                 "the leader template removed", LEADER_PATH)
+        _refused(
+            scenario,
+            "ts",
+            [{"op": "remove", "path": f"{LWT}/leaderTemplate"}],
+            "the leader template removed",
+            LEADER_PATH,
+        )
     with claim("KUEUE-VALID-006"):
         leader = {"spec": {"containers": [{"name": "leader", **_worker_container(scenario, "wo")}]}}
-        _refused(scenario, "wo", [{"op": "add", "path": f"{LWT}/leaderTemplate", "value": leader}],
-                 "a leader template added", LEADER_PATH)
+        _refused(
+            scenario,
+            "wo",
+            [{"op": "add", "path": f"{LWT}/leaderTemplate", "value": leader}],
+            "a leader template added",
+            LEADER_PATH,
+        )
         assert "leaderTemplate" not in scenario.lws("wo")["spec"]["leaderWorkerTemplate"], (
-            "worker-only LWS wo has a leader template after the refused update")
+            "worker-only LWS wo has a leader template after the refused update"
+        )
     after = _templates(scenario, "ts")
     for rid in ("KUEUE-VALID-005", "KUEUE-VALID-006"):
         with claim(rid):

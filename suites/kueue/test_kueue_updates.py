@@ -68,7 +68,6 @@ def _rolled(replicas: int, size: int) -> Any:
     return check
 
 
-
 def _one_gpu_per_pod(scenario: Scenario, name: str, gpu: str) -> None:
     """Both templates request exactly 1 `gpu` per pod (limits = requests), so a pod costs 1."""
     lwt = scenario.lws(name)["spec"]["leaderWorkerTemplate"]
@@ -130,9 +129,7 @@ def test_rolling_update_without_surge_completes_within_quota(
             selector=K.selector("ru"),
             what=f"pods of {scenario.namespace}/ru",
         )
-        scenario.wait_lws(
-            "ru", scenario.settled(replicas), "rollout finished: updated == ready == replicas, Available"
-        )
+        scenario.wait_lws("ru", scenario.settled(replicas), "rollout finished: updated == ready == replicas, Available")
     events = saved(tl, artifact_dir(tmp_path), "ru", lws="ru")
     wrong = history.quota_violations(events, quota, lambda pod: 1, lambda wl: size, _workload_of(uids))
     timeline = artifact_dir(tmp_path) / "ru.timeline.json"

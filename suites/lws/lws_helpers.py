@@ -96,7 +96,7 @@ def expected_tpu_env(
         return dict.fromkeys(pods)
     tpu_pods = pods if leader_tpu else pods[1:]
     s = sub or len(tpu_pods)
-    slices = [tpu_pods[i:i + s] for i in range(0, len(tpu_pods), s)]
+    slices = [tpu_pods[i : i + s] for i in range(0, len(tpu_pods), s)]
     out: dict[str, tuple[list[str], int, str] | None] = {} if leader_tpu else {leader: None}
     for sl in slices:
         for i, p in enumerate(sl):

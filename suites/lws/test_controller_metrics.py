@@ -37,11 +37,13 @@ def _metrics_reader(sc: Scenario, unique: str, run_id: str, allowed: bool) -> It
     core.create_namespaced_service_account(sc.namespace, {"metadata": {"name": sa}})
     if allowed:
         rbac.create_cluster_role({"metadata": meta, "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]})
-        rbac.create_cluster_role_binding({
-            "metadata": meta,
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": meta["name"]},
-            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": sc.namespace}],
-        })
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": meta,
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": meta["name"]},
+                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": sc.namespace}],
+            }
+        )
     try:
         tok = core.create_namespaced_service_account_token(sa, sc.namespace, {"spec": {"expirationSeconds": 600}})
         yield str(tok.status.token)
@@ -100,4 +102,5 @@ def test_metrics_endpoint_serves_controller_runtime_metrics_over_tls(
         assert tls.startswith("TLSv1."), f"not served over TLS: {tls!r}"
         lines = [ln for ln in body.splitlines() if ln.startswith("controller_runtime_reconcile_total{")]
         assert any('controller="leaderworkerset"' in ln for ln in lines), (
-            f"no controller_runtime_reconcile_total for the leaderworkerset controller: {lines[:10]}")
+            f"no controller_runtime_reconcile_total for the leaderworkerset controller: {lines[:10]}"
+        )

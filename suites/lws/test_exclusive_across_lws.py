@@ -57,8 +57,11 @@ def test_two_exclusive_lws_do_not_share_a_rack(scenario: Scenario) -> None:
     b_groups = topo.racks - a_groups + 1
     sc.create(_exclusive("a", a_groups, size, topo.rack_label))
     sc.wait_pods(
-        lambda ps: P.live(ps) if P.names(ps) == P.expected_pod_names("a", a_groups, size)
-        and all(map(P.pod_ready, P.live(ps))) else None,
+        lambda ps: (
+            P.live(ps)
+            if P.names(ps) == P.expected_pod_names("a", a_groups, size) and all(map(P.pod_ready, P.live(ps)))
+            else None
+        ),
         f"LWS a: {a_groups} groups Ready",
     )
     sc.create(_exclusive("b", b_groups, size, topo.rack_label))
@@ -71,12 +74,16 @@ def test_two_exclusive_lws_do_not_share_a_rack(scenario: Scenario) -> None:
         if len(groups) != b_groups:
             return None
         full = [g for g, ps in groups.items() if len(ps) == size and all(map(P.pod_ready, ps))]
-        waiting = [g for g, ps in groups.items() if len(ps) == 1 and not ps[0]["spec"].get("nodeName")
-                   and P.condition(ps[0], "PodScheduled") == "False"]
+        waiting = [
+            g
+            for g, ps in groups.items()
+            if len(ps) == 1 and not ps[0]["spec"].get("nodeName") and P.condition(ps[0], "PodScheduled") == "False"
+        ]
         return (pods, waiting[0]) if len(full) == b_groups - 1 and len(waiting) == 1 else None
 
     pods, waiting = sc.wait_pods(
-        b_placed_but_one, f"LWS b: {b_groups - 1} groups Ready on the free racks, 1 leader unschedulable")
+        b_placed_but_one, f"LWS b: {b_groups - 1} groups Ready on the free racks, 1 leader unschedulable"
+    )
     node_rack = {n: labels.get(topo.rack_label, "") for n, labels in sc.node_labels().items()}
     racks = _racks(P.live(pods), node_rack)
     split, shared = P.one_domain_each(racks)
@@ -94,4 +101,5 @@ def test_two_exclusive_lws_do_not_share_a_rack(scenario: Scenario) -> None:
     leak = sc.observe_pods(placed, duration=5)
     assert leak is None, leak
     assert leader not in {s["metadata"]["name"] for s in sc.statefulsets()}, (
-        f"worker StatefulSet created for the unscheduled leader {leader}")
+        f"worker StatefulSet created for the unscheduled leader {leader}"
+    )

@@ -163,12 +163,15 @@ def test_users_own_affinity_is_kept_next_to_exclusive_topology(scenario: Scenari
         pytest.skip(f"needs exactly 2 blocks, the profile has {len(blocks)}")
     avoided, wanted = blocks
     anchor_node = sorted(n for n, labels in nodes.items() if labels.get(topo.block_label) == avoided)[0]
-    sc.core.create_namespaced_pod(sc.namespace, {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "anchor", "labels": {ANCHOR: "yes"}},
-        "spec": {"nodeName": anchor_node, "containers": [{"name": "c", "image": images.ref("workload")}]},
-    })
+    sc.core.create_namespaced_pod(
+        sc.namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "anchor", "labels": {ANCHOR: "yes"}},
+            "spec": {"nodeName": anchor_node, "containers": [{"name": "c", "image": images.ref("workload")}]},
+        },
+    )
     term = {"labelSelector": {"matchLabels": {ANCHOR: "yes"}}, "topologyKey": topo.block_label}
     obj = _exclusive_lws("ua", 2, 2, {EXCLUSIVE: topo.rack_label})
     for key in ("leaderTemplate", "workerTemplate"):

@@ -38,4 +38,5 @@ def test_lws_metadata_is_copied_to_its_statefulsets(scenario: Scenario) -> None:
     assert not wrong, f"StatefulSets without the LWS's labels/annotations (or their own name label): {wrong}"
     assert leader.get(PREFIX + "replicas") == str(replicas), (
         f"the leader StatefulSet's replicas annotation {leader.get(PREFIX + 'replicas')!r}: the controller's value "
-        f"{replicas} must win over the LWS's")
+        f"{replicas} must win over the LWS's"
+    )

@@ -36,7 +36,6 @@ def _up(sc: Scenario, name: str, replicas: int, size: int, restart: str | None =
     return pods
 
 
-
 def _named(objs: list[Obj], name: str) -> Obj | None:
     for o in objs:
         if o["metadata"]["name"] == name and not o["metadata"].get("deletionTimestamp"):

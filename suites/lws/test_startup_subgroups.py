@@ -133,23 +133,34 @@ def _unbacked_node(sc: Scenario, name: str) -> None:
     and never turns Ready unless the test reports it, as a slow kubelet would (image pulls, model
     loads). kwok manages only nodes with its annotation, so it leaves this one alone."""
     topo = sc.cluster.topology
-    sc.core.create_node({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {topo.hostname_label: name}},
-        "spec": {"taints": [{"key": UNBACKED, "value": "true", "effect": "NoSchedule"}]},
-    })  # type: ignore[arg-type]  # the client accepts dicts
+    sc.core.create_node(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {topo.hostname_label: name}},
+            "spec": {"taints": [{"key": UNBACKED, "value": "true", "effect": "NoSchedule"}]},
+        }
+    )  # type: ignore[arg-type]  # the client accepts dicts
     capacity = {"cpu": "32", "memory": "256Gi", "pods": "110"}
-    sc.core.patch_node_status(name, {"status": {
-        "capacity": capacity, "allocatable": capacity,
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "lwsc"}],
-    }})
+    sc.core.patch_node_status(
+        name,
+        {
+            "status": {
+                "capacity": capacity,
+                "allocatable": capacity,
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "lwsc"}],
+            }
+        },
+    )
 
 
 def _report_ready(sc: Scenario, pod: str) -> None:
     """What the kubelet would write once the leader's containers are up and ready."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    conds = [{"type": t, "status": "True", "lastTransitionTime": now}
-             for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")]
+    conds = [
+        {"type": t, "status": "True", "lastTransitionTime": now}
+        for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+    ]
     sc.core.patch_namespaced_pod_status(pod, sc.namespace, {"status": {"phase": "Running", "conditions": conds}})
 
 
@@ -170,19 +181,33 @@ def test_leader_ready_waits_for_ready_not_for_scheduling(scenario: Scenario, uni
     try:
         sc.create(obj)
         sc.wait_pods(
-            lambda ps: ps if any(p["metadata"]["name"] == f"{name}-0" and p["spec"].get("nodeName") == node
-                                 and not P.pod_ready(p) for p in ps) else None,
+            lambda ps: (
+                ps
+                if any(
+                    p["metadata"]["name"] == f"{name}-0" and p["spec"].get("nodeName") == node and not P.pod_ready(p)
+                    for p in ps
+                )
+                else None
+            ),
             f"leader {name}-0 bound to {node} and not Ready",
         )
-        early = observe(sc.api, sc.apps.list_namespaced_stateful_set, lambda objs: _worker_sts(name, objs) or None,
-                        duration=5, namespace=sc.namespace)
+        early = observe(
+            sc.api,
+            sc.apps.list_namespaced_stateful_set,
+            lambda objs: _worker_sts(name, objs) or None,
+            duration=5,
+            namespace=sc.namespace,
+        )
         assert early is None, f"worker StatefulSet(s) {early} created while leader {name}-0 was scheduled, not Ready"
         _report_ready(sc, f"{name}-0")
-        sc.wait_statefulsets(lambda objs: [s for s in objs if s["metadata"]["name"] == f"{name}-0"] or None,
-                             f"worker StatefulSet {name}-0 created once the leader was Ready")
+        sc.wait_statefulsets(
+            lambda objs: [s for s in objs if s["metadata"]["name"] == f"{name}-0"] or None,
+            f"worker StatefulSet {name}-0 created once the leader was Ready",
+        )
     finally:
-        sc.custom.delete_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", sc.namespace,
-                                                  "leaderworkersets", name)
+        sc.custom.delete_namespaced_custom_object(
+            "leaderworkerset.x-k8s.io", "v1", sc.namespace, "leaderworkersets", name
+        )
         try:  # no kubelet will ever confirm its deletion
             sc.core.delete_namespaced_pod(f"{name}-0", sc.namespace, grace_period_seconds=0)
         except ApiException as exc:

@@ -36,14 +36,12 @@ NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
-
 def _timeline(tmp_path: Path, name: str) -> Path:
     return artifact_dir(tmp_path) / f"{name}.timeline.json"
 
 
 def _available(lws: Obj) -> bool:
     return P.condition(lws, "Available") == "True"
-
 
 
 def _cond(lws: Obj, ctype: str) -> Obj | None:

@@ -68,12 +68,15 @@ CASES = [  # (id, size, leader requests TPUs, subGroupSize, workers request TPUs
 @pytest.mark.requirement("LWS-TPU-001")
 @pytest.mark.requirement("LWS-TPU-002")
 @pytest.mark.requirement("LWS-TPU-003")
-def test_tpu_env_per_documented_formula(scenario: Scenario, claim: Claims, size: int, leader_tpu: bool,
-                                        sub: int | None, workers_tpu: bool, rid: str) -> None:
+def test_tpu_env_per_documented_formula(
+    scenario: Scenario, claim: Claims, size: int, leader_tpu: bool, sub: int | None, workers_tpu: bool, rid: str
+) -> None:
     sc, name = scenario, "tp"
     sc.create(_tpu_lws(name, size, leader_tpu, sub, workers_tpu))
-    pods = sc.wait_pods(lambda ps: ps if P.names(ps) == P.expected_pod_names(name, 1, size) else None,
-                        f"the {size} pods of group 0 created (Pending: no node advertises {TPU})")
+    pods = sc.wait_pods(
+        lambda ps: ps if P.names(ps) == P.expected_pod_names(name, 1, size) else None,
+        f"the {size} pods of group 0 created (Pending: no node advertises {TPU})",
+    )
     by_name = {p["metadata"]["name"]: p for p in pods}
     want = expected_tpu_env(name, size, leader_tpu, sub, workers_tpu)
     with claim(rid):
@@ -83,8 +86,9 @@ def test_tpu_env_per_documented_formula(scenario: Scenario, claim: Claims, size:
     with claim("LWS-TPU-003"):
         bad = {}
         for n, p in by_name.items():
-            c = next((c for c in p["spec"]["containers"]
-                      if TPU in ((c.get("resources") or {}).get("limits") or {})), None)
+            c = next(
+                (c for c in p["spec"]["containers"] if TPU in ((c.get("resources") or {}).get("limits") or {})), None
+            )
             env = {e["name"]: e.get("value") for e in (c or {}).get("env") or []}
             hosts = [h for h in str(env.get("TPU_WORKER_HOSTNAMES", "")).split(",") if h]
             if any(h.split(".", 1)[1:] != [p["spec"].get("subdomain")] for h in hosts):
@@ -112,8 +116,10 @@ def test_tpu_env_with_two_tpu_containers_per_pod(scenario: Scenario) -> None:
     obj = _tpu_lws(name, size, leader_tpu=True, sub=None)
     _two_tpu_containers(obj)
     sc.create(obj)
-    pods = sc.wait_pods(lambda ps: ps if P.names(ps) == P.expected_pod_names(name, 1, size) else None,
-                        f"the {size} pods of group 0 created (Pending: no node advertises {TPU})")
+    pods = sc.wait_pods(
+        lambda ps: ps if P.names(ps) == P.expected_pod_names(name, 1, size) else None,
+        f"the {size} pods of group 0 created (Pending: no node advertises {TPU})",
+    )
     leader = f"{name}-0"
     hosts = [h for h in (leader, f"{leader}-1") for _ in range(2)]
     ports = ["8476", "8477"] * 2

@@ -32,8 +32,12 @@ def _vct_lws(name: str, replicas: int, size: int) -> Obj:
     lwt = obj["spec"]["leaderWorkerTemplate"]
     for key in ("leaderTemplate", "workerTemplate"):
         lwt[key]["spec"]["containers"][0]["volumeMounts"] = [{"name": VCT, "mountPath": "/cache"}]
-    lwt["volumeClaimTemplates"] = [{"metadata": {"name": VCT}, "spec": {
-        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Mi"}}}}]
+    lwt["volumeClaimTemplates"] = [
+        {
+            "metadata": {"name": VCT},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Mi"}}},
+        }
+    ]
     lwt["persistentVolumeClaimRetentionPolicy"] = {"whenScaled": "Delete", "whenDeleted": "Retain"}
     return obj
 
@@ -51,8 +55,9 @@ def _claims(names: set[str], bound: bool = True) -> Any:
 
 
 def _wait_claims(sc: Scenario, names: set[str], condition: str) -> list[Obj]:
-    result: list[Obj] = sc.wait_in_namespace(sc.core.list_namespaced_persistent_volume_claim,
-                                             "PersistentVolumeClaims", _claims(names), condition, timeout=60)
+    result: list[Obj] = sc.wait_in_namespace(
+        sc.core.list_namespaced_persistent_volume_claim, "PersistentVolumeClaims", _claims(names), condition, timeout=60
+    )
     return result
 
 
@@ -72,35 +77,50 @@ def test_volume_claims_per_pod_and_retention(scenario: Scenario, claim: Claims) 
     with claim("LWS-VOL-001"):
         assert len(pods) == 4, [p["metadata"]["name"] for p in pods]
         _wait_claims(sc, every, f"one Bound claim {VCT}-<pod> per pod: {sorted(every)}")
-        unmounted = {p["metadata"]["name"]: [v.get("persistentVolumeClaim") for v in p["spec"].get("volumes") or []
-                                             if v["name"] == VCT] for p in pods}
+        unmounted = {
+            p["metadata"]["name"]: [
+                v.get("persistentVolumeClaim") for v in p["spec"].get("volumes") or [] if v["name"] == VCT
+            ]
+            for p in pods
+        }
         wrong = {n: v for n, v in unmounted.items() if v != [{"claimName": f"{VCT}-{n}"}]}
         assert not wrong, f"pod volume {VCT!r} not backed by its own claim: {wrong}"
         policy = {"whenScaled": "Delete", "whenDeleted": "Retain"}
         sts = {s["metadata"]["name"]: s["spec"] for s in sc.statefulsets()}
-        bad = {n: (s.get("persistentVolumeClaimRetentionPolicy"),
-                   [v["metadata"]["name"] for v in s.get("volumeClaimTemplates") or []])
-               for n, s in sts.items()
-               if s.get("persistentVolumeClaimRetentionPolicy") != policy
-               or [v["metadata"]["name"] for v in s.get("volumeClaimTemplates") or []] != [VCT]}
+        bad = {
+            n: (
+                s.get("persistentVolumeClaimRetentionPolicy"),
+                [v["metadata"]["name"] for v in s.get("volumeClaimTemplates") or []],
+            )
+            for n, s in sts.items()
+            if s.get("persistentVolumeClaimRetentionPolicy") != policy
+            or [v["metadata"]["name"] for v in s.get("volumeClaimTemplates") or []] != [VCT]
+        }
         assert not bad, f"StatefulSets without the LWS's volumeClaimTemplates / retention policy: {bad}"
 
     sc.patch_lws(name, {"spec": {"replicas": 1}})
     sc.wait_lws(name, sc.settled(1), "Available with 1 group")
     kept = {f"{VCT}-{name}-0", f"{VCT}-{name}-0-1"}
     with claim("LWS-VOL-002"):  # whenScaled Delete: the removed group's leader claim goes
-        live = sc.wait_in_namespace(sc.core.list_namespaced_persistent_volume_claim, "PersistentVolumeClaims",
-                                    _without(f"{VCT}-{name}-1"),
-                                    f"claim {VCT}-{name}-1 of the removed group's leader deleted (whenScaled Delete)")
+        live = sc.wait_in_namespace(
+            sc.core.list_namespaced_persistent_volume_claim,
+            "PersistentVolumeClaims",
+            _without(f"{VCT}-{name}-1"),
+            f"claim {VCT}-{name}-1 of the removed group's leader deleted (whenScaled Delete)",
+        )
         assert kept <= {c["metadata"]["name"] for c in live}, f"the remaining group's claims: {live}"
-    left = {c.metadata.name for c in sc.core.list_namespaced_persistent_volume_claim(sc.namespace).items
-            if not c.metadata.deletion_timestamp}
+    left = {
+        c.metadata.name
+        for c in sc.core.list_namespaced_persistent_volume_claim(sc.namespace).items
+        if not c.metadata.deletion_timestamp
+    }
     with claim("LWS-VOL-002"):
         assert kept <= left, f"the remaining group's claims {sorted(kept)} were not all kept: {sorted(left)}"
     with claim("LWS-VOL-003"):  # the worker StatefulSet of the removed group is deleted, not scaled
         assert f"{VCT}-{name}-1-1" in left, (
             f"the removed group's worker claim {VCT}-{name}-1-1 was deleted although whenDeleted is Retain: "
-            f"{sorted(left)}")
+            f"{sorted(left)}"
+        )
 
     sc.custom.delete_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", sc.namespace, "leaderworkersets", name)
     sc.wait_pods(lambda ps: None if P.live(ps) else [{"gone": True}], "every pod of the LWS gone", timeout=60)

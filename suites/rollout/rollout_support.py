@@ -29,8 +29,15 @@ NAME_LABEL = LBL + "name"
 BUMP = "lwsc.x-k8s.io/bump"
 
 
-def rollout_lws(name: str, replicas: int, size: int, mu: int | str = 1, ms: int | str = 0, partition: int = 0,
-                policy: str | None = "None") -> Obj:
+def rollout_lws(
+    name: str,
+    replicas: int,
+    size: int,
+    mu: int | str = 1,
+    ms: int | str = 0,
+    partition: int = 0,
+    policy: str | None = "None",
+) -> Obj:
     """An LWS with the given rollout configuration. `policy` is leaderWorkerTemplate.restartPolicy:
     "None" by default here, so a rollout test sees only rollout behaviour (restart policies have
     their own suite); the matrix also runs under the API default RecreateGroupOnPodRestart
@@ -85,8 +92,14 @@ def one_revision(sc: Scenario, name: str, revision: str) -> None:
     pod template), so only revisions owned by the LeaderWorkerSet count."""
 
     def check(objs: list[Obj]) -> list[Obj] | None:
-        mine = [o for o in objs if any(r.get("kind") == "LeaderWorkerSet" and r.get("name") == name
-                                       for r in o["metadata"].get("ownerReferences") or [])]
+        mine = [
+            o
+            for o in objs
+            if any(
+                r.get("kind") == "LeaderWorkerSet" and r.get("name") == name
+                for r in o["metadata"].get("ownerReferences") or []
+            )
+        ]
         return mine if len(mine) == 1 and mine[0]["metadata"]["labels"].get(REVISION) == revision else None
 
     sc.wait_objects(
@@ -117,9 +130,12 @@ def moved_below(part: int, old: str) -> Any:
     """Violation check for `observe`: a pod of a group below the partition left revision `old`."""
 
     def moved(pods: list[Obj]) -> str | None:
-        bad = [p["metadata"]["name"] for p in pods
-               if int(p["metadata"]["labels"].get(LBL + "group-index", "-1")) < part
-               and p["metadata"]["labels"].get(REVISION) != old]
+        bad = [
+            p["metadata"]["name"]
+            for p in pods
+            if int(p["metadata"]["labels"].get(LBL + "group-index", "-1")) < part
+            and p["metadata"]["labels"].get(REVISION) != old
+        ]
         return f"pods below the partition changed revision: {bad}" if bad else None
 
     return moved
@@ -133,8 +149,11 @@ def held_update(sc: Scenario, name: str, replicas: int, size: int, part: int) ->
     old = leader_revision(sc, name)
     set_partition(sc, name, part)
     bump_annotation(sc, name, "1")
-    sc.wait_lws(name, sc.settled(replicas, updated=replicas - part),
-                f"Available, updatedReplicas {replicas - part} (partition {part} holding)")
+    sc.wait_lws(
+        name,
+        sc.settled(replicas, updated=replicas - part),
+        f"Available, updatedReplicas {replicas - part} (partition {part} holding)",
+    )
     return old, leader_revision(sc, name)
 
 

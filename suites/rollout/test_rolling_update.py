@@ -183,15 +183,21 @@ def test_rolling_update_matrix(
         gaps = _update_in_progress_gaps(updating)
         assert not gaps, f"statuses with outdated groups but without UpdateInProgress=True: {gaps}"
         assert any((ev.obj["status"].get("conditions") or {}).get("UpdateInProgress") == "True" for ev in updating), (
-            "UpdateInProgress=True was never reported for the new template")
+            "UpdateInProgress=True was never reported for the new template"
+        )
         assert P.condition(final, "UpdateInProgress") != "True", f"UpdateInProgress still True at the end: {final}"
     with claim("ROLL-SEQ-001"):
         _documented_sequence(case, events, steps, start, old, new)
     with claim("ROLL-EVENT-001"):
         missing: list[str] = []
         try:
-            sc.wait_in_namespace(sc.core.list_namespaced_event, "Events", _lws_events(name, case, old, new, missing),
-                                 "the LWS controller's events of the creation and the update", timeout=10)
+            sc.wait_in_namespace(
+                sc.core.list_namespaced_event,
+                "Events",
+                _lws_events(name, case, old, new, missing),
+                "the LWS controller's events of the creation and the update",
+                timeout=10,
+            )
         except WaitTimeout as exc:
             raise AssertionError(f"{exc}\nlast seen, missing: {missing}") from None
     if policy == "recreate":  # under None there is no group restart to misfire: not claimed
@@ -208,22 +214,32 @@ def _lws_events(name: str, case: Case, old: str, new: str, missing: list[str]) -
     Kubernetes events are best-effort: past 10 events of one reason the aggregator keeps only the
     latest message (prefixed), so per-group messages cannot all be required; only the first of
     each kind and one GroupsUpdating step are."""
-    want = {("CreatingRevision", f"Creating revision with key {old} for a newly created LeaderWorkerSet"),
-            ("CreatingRevision", f"Creating revision with key {new} for updated LWS"),
-            ("GroupsProgressing", f"Created leader statefulset {name}")}
+    want = {
+        ("CreatingRevision", f"Creating revision with key {old} for a newly created LeaderWorkerSet"),
+        ("CreatingRevision", f"Creating revision with key {new} for updated LWS"),
+        ("GroupsProgressing", f"Created leader statefulset {name}"),
+    }
     if case.size > 1:
         want.add(("GroupsProgressing", f"Created worker statefulset for leader pod {name}-0"))
 
     def check(items: list[Obj]) -> list[Obj] | None:
-        mine = [e for e in items if (e.get("involvedObject") or {}).get("kind") == "LeaderWorkerSet"
-                and e["involvedObject"].get("name") == name and e.get("type") == "Normal"]
+        mine = [
+            e
+            for e in items
+            if (e.get("involvedObject") or {}).get("kind") == "LeaderWorkerSet"
+            and e["involvedObject"].get("name") == name
+            and e.get("type") == "Normal"
+        ]
         seen = {(e.get("reason"), str(e.get("message")).removeprefix(COMBINED)) for e in mine}
         missing[:] = [f"{r}: {m}" for r, m in sorted(want - seen)]
-        if not any(r == "GroupsUpdating" and re.fullmatch(r"Updating replicas? \d+( to \d+ \(inclusive\))?", m)
-                   for r, m in seen):
+        if not any(
+            r == "GroupsUpdating" and re.fullmatch(r"Updating replicas? \d+( to \d+ \(inclusive\))?", m)
+            for r, m in seen
+        ):
             missing.append("GroupsUpdating: Updating replica(s) ...")
         if case.peak > case.replicas and not any(
-                r == "GroupsProgressing" and m.startswith("deleting surge replica") for r, m in seen):
+            r == "GroupsProgressing" and m.startswith("deleting surge replica") for r, m in seen
+        ):
             missing.append("GroupsProgressing: deleting surge replica(s) ...")
         return None if missing else mine
 
@@ -236,14 +252,16 @@ def _restarted_once(sc: Scenario, name: str, case: Case, events: list[Event], ol
     a second new-revision incarnation (the restart policy reacting to the update's own worker
     deletions)."""
     assert sc.lws(name)["spec"]["leaderWorkerTemplate"].get("restartPolicy") == "RecreateGroupOnPodRestart", (
-        "restartPolicy was not defaulted to RecreateGroupOnPodRestart")
+        "restartPolicy was not defaulted to RecreateGroupOnPodRestart"
+    )
     by_group = facts.revisions_by_group(events)
     twice = {g: revs for g in range(case.replicas) if (revs := by_group.get(g)) != [old, new]}
     assert not twice, f"leaders replaced more than once by the update (lws#291), incarnations per group: {twice}"
 
 
-def _documented_sequence(case: Case, events: list[Event], steps: list[facts.StsStep],
-                         start: tuple[int, int], old: str, new: str) -> None:
+def _documented_sequence(
+    case: Case, events: list[Event], steps: list[facts.StsStep], start: tuple[int, int], old: str, new: str
+) -> None:
     """ROLL-SEQ-001: the leader StatefulSet steps, the peak of live groups, one replacement each."""
     assert (steps[0].replicas, steps[0].partition) == start, f"update start (replicas, partition): {steps}"
     # First partition move: rollingUpdatePartition gives S - tailReady - step. tailReady is 0 unless surge
@@ -273,15 +291,18 @@ def _documented_sequence(case: Case, events: list[Event], steps: list[facts.StsS
 @proves_invariants
 @pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-PART-001")
-def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, claim: Claims, tmp_path: Path,
-                                                    request: pytest.FixtureRequest) -> None:
+def test_partition_holds_lower_groups_until_lowered(
+    scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """R=3, spec.partition 1: groups 2 and 1 update, group 0 keeps the old revision (Available with
     updatedReplicas 2) for as long as the partition stays; lowering it to 0 finishes the update."""
     sc, name, r, size, part = scenario, "rp", 3, 2, 1
     with recorded(sc) as tl:
         old, new = held_update(sc, name, r, size, part)
-        sc.wait_pods(pods_at(name, r, size, lambda g: new if g >= part else old),
-                     f"groups >= {part} at the new revision, the rest at the old one")
+        sc.wait_pods(
+            pods_at(name, r, size, lambda g: new if g >= part else old),
+            f"groups >= {part} at the new revision, the rest at the old one",
+        )
         with claim("ROLL-PART-001"):
             # Held: the partition-1 step is written and the LWS status settled. A controller that
             # went on to update group 0 would show it within one reconcile's latency.
@@ -305,8 +326,9 @@ def test_partition_holds_lower_groups_until_lowered(scenario: Scenario, claim: C
 @proves_invariants
 @pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-PART-002")
-def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, claim: Claims, tmp_path: Path,
-                                                         request: pytest.FixtureRequest) -> None:
+def test_partition_with_surge_keeps_surge_until_released(
+    scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """R=3, maxSurge 1, spec.partition 2 (rollingUpdateParameters; set before the update, avoiding lws#614): the
     update runs with 4 replicas; with group 2 and the surge group 3 updated the surge group stays
     while the partition holds; partition 0 finishes the update and reclaims it (3 replicas)."""
@@ -320,8 +342,12 @@ def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, cla
 
         def held(lws: Obj) -> bool:
             st = lws.get("status") or {}
-            return (P.condition(lws, "Available") == "True" and sc.current(lws)
-                    and st.get("updatedReplicas") == 2 and st.get("replicas") == 4)
+            return (
+                P.condition(lws, "Available") == "True"
+                and sc.current(lws)
+                and st.get("updatedReplicas") == 2
+                and st.get("replicas") == 4
+            )
 
         sc.wait_lws(name, held, "Available, updatedReplicas 2 (group 2 + surge group 3), replicas 4")
         new = leader_revision(sc, name)
@@ -348,8 +374,9 @@ def test_partition_with_surge_keeps_surge_until_released(scenario: Scenario, cla
 @proves_invariants
 @pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-SIZE-001")
-def test_size_change_rolls_every_group(scenario: Scenario, claim: Claims, tmp_path: Path,
-                                       request: pytest.FixtureRequest) -> None:
+def test_size_change_rolls_every_group(
+    scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """size 2 -> 3 is a template change: a new revision, every group replaced whole with 3 pods."""
     sc, name, r = scenario, "sz", 2
     with recorded(sc) as tl:
@@ -374,8 +401,9 @@ def test_size_change_rolls_every_group(scenario: Scenario, claim: Claims, tmp_pa
 @proves_invariants
 @pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-SCALE-001")
-def test_replicas_changed_mid_rollout(scenario: Scenario, claim: Claims, direction: str, tmp_path: Path,
-                                      request: pytest.FixtureRequest) -> None:
+def test_replicas_changed_mid_rollout(
+    scenario: Scenario, claim: Claims, direction: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """Replicas change while an update is in progress (held mid-way by spec.partition so the
     change lands mid-rollout on a fast cluster): up 2 -> 4 adds groups 2-3 at the new revision;
     down 4 -> 2 removes the highest (already updated) groups; the update then finishes."""
@@ -385,8 +413,9 @@ def test_replicas_changed_mid_rollout(scenario: Scenario, claim: Claims, directi
         old, new = held_update(sc, name, r0, size, part)
         sc.patch_lws(name, {"spec": {"replicas": r1}})
         below = min(part, r1)
-        sc.wait_pods(pods_at(name, r1, size, lambda g: new if g >= below else old),
-                     f"{r1} groups: < {below} old, the rest new")
+        sc.wait_pods(
+            pods_at(name, r1, size, lambda g: new if g >= below else old), f"{r1} groups: < {below} old, the rest new"
+        )
         set_partition(sc, name, 0)
         sc.wait_lws(name, sc.settled(r1), f"update done with {r1} groups")
         sc.wait_pods(pods_at(name, r1, size, lambda g: new), f"{r1} groups at {new}")
@@ -405,8 +434,9 @@ def test_replicas_changed_mid_rollout(scenario: Scenario, claim: Claims, directi
 @proves_invariants
 @pytest.mark.requirement("ROLL-REV-001")
 @pytest.mark.requirement("ROLL-SCALE-002")
-def test_template_and_replicas_change_at_once(scenario: Scenario, claim: Claims, tmp_path: Path,
-                                              request: pytest.FixtureRequest) -> None:
+def test_template_and_replicas_change_at_once(
+    scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """Template change plus replicas 2 -> 4 in one patch (rollingUpdateParameters Case 2, 4 -> 6 there): scale up
     first (replicas 4, partition 2), new groups 2-3 start at the new revision, then 1 and 0."""
     sc, name, size = scenario, "rt", 2
@@ -414,8 +444,15 @@ def test_template_and_replicas_change_at_once(scenario: Scenario, claim: Claims,
         sc.create(rollout_lws(name, 2, size))
         sc.wait_lws(name, sc.settled(2), "Available with 2 groups")
         old = leader_revision(sc, name)
-        sc.patch_lws(name, {"spec": {"replicas": 4, "leaderWorkerTemplate": {
-            "workerTemplate": {"metadata": {"annotations": {BUMP: "1"}}}}}})
+        sc.patch_lws(
+            name,
+            {
+                "spec": {
+                    "replicas": 4,
+                    "leaderWorkerTemplate": {"workerTemplate": {"metadata": {"annotations": {BUMP: "1"}}}},
+                }
+            },
+        )
         sc.wait_lws(name, sc.settled(4), "update done with 4 groups")
         new = leader_revision(sc, name)
         sc.wait_pods(pods_at(name, 4, size, lambda g: new), f"4 groups at {new}")
@@ -446,8 +483,9 @@ def _one_update(sc: Scenario, name: str, replicas: int, size: int, mu: int = 1) 
 
 
 @proves_invariants
-def test_group_never_serves_two_revisions_at_once(scenario: Scenario, claim: Claims, tmp_path: Path,
-                                                  request: pytest.FixtureRequest) -> None:
+def test_group_never_serves_two_revisions_at_once(
+    scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """ROLL-ATOM-001 (SHOULD), given many chances: 4 groups of 3 updated at once (maxUnavailable
     4). On LWS v0.9.0 on kwok about 70% of group updates show the window in which the new leader
     is Ready next to the old, still-Ready workers (the StatefulSet controller recreates the leader
@@ -458,8 +496,9 @@ def test_group_never_serves_two_revisions_at_once(scenario: Scenario, claim: Cla
 
 
 @proves_invariants
-def test_update_in_progress_is_set_with_progressing(scenario: Scenario, claim: Claims, tmp_path: Path,
-                                                    request: pytest.FixtureRequest) -> None:
+def test_update_in_progress_is_set_with_progressing(
+    scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """ROLL-COND-002 (SHOULD): a one-group update, so the first status of the update is seen.
     On LWS v0.9.0 (and main@060ab4d) `setConditions` evaluates `shouldUpdate = shouldUpdate ||
     setCondition(lws, c)`, so once UpdateInProgress changed, Progressing is not set in the same

@@ -159,12 +159,11 @@ def test_update_completes_when_every_old_group_is_unhealthy(
             f"{r} old pods, none Ready",
         )
         old = leader_revision(sc, name)
-        sc.patch_lws(
-            name, {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"nodeSelector": None}}}}}
-        )
+        sc.patch_lws(name, {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"nodeSelector": None}}}}})
         with claim("ROLL-FAULT-002"):
-            sc.wait_lws(name, sc.settled(r), f"Available with {r} groups after the fixed template rolled out",
-                        timeout=90)
+            sc.wait_lws(
+                name, sc.settled(r), f"Available with {r} groups after the fixed template rolled out", timeout=90
+            )
         new = leader_revision(sc, name)
         with claim("ROLL-FAULT-002"):
             assert new != old, "the template change did not create a new revision"
@@ -224,8 +223,11 @@ def test_update_counts_an_already_unhealthy_group_against_max_unavailable(
         old = leader_revision(sc, name)
         _unready(sc, f"{name}-1-1")
         try:
-            sc.wait_lws(name, lambda o: (o.get("status") or {}).get("readyReplicas") == r - 1,
-                        "readyReplicas 3 (group 1 unready)")
+            sc.wait_lws(
+                name,
+                lambda o: (o.get("status") or {}).get("readyReplicas") == r - 1,
+                "readyReplicas 3 (group 1 unready)",
+            )
         except WaitTimeout:
             counted = _unready_group_counted_ready(sc, name, 1, f"{name}-1-1")
             if counted is None:
@@ -273,8 +275,10 @@ def test_updated_group_that_never_gets_ready_counts_as_updated(scenario: Scenari
     with claim("ROLL-STATUS-001"):
         sc.wait_lws(
             name,
-            lambda o: sc.current(o)
-            and {k: (o.get("status") or {}).get(k, 0) for k in ("replicas", "readyReplicas", "updatedReplicas")}
-            == {"replicas": r, "readyReplicas": r - 1, "updatedReplicas": 1},
+            lambda o: (
+                sc.current(o)
+                and {k: (o.get("status") or {}).get(k, 0) for k in ("replicas", "readyReplicas", "updatedReplicas")}
+                == {"replicas": r, "readyReplicas": r - 1, "updatedReplicas": 1}
+            ),
             "status replicas 3, readyReplicas 2 (groups 0, 1), updatedReplicas 1 (group 2, not Ready)",
         )

@@ -111,8 +111,13 @@ def test_subdomain_policy_change_rolls_groups_and_services_follow_surge(
 
 def _services_followed_groups(events: list[Event], name: str, r: int, by_group: dict[int, Any]) -> None:
     lives = service_lives(events)
-    leaders = {str(e.obj.get("uid")): e.name for e in events if e.kind == "Pod" and e.type != "DELETED"
-               and (e.obj.get("labels") or {}).get("leaderworkerset.sigs.k8s.io/worker-index") == "0"}
+    leaders = {
+        str(e.obj.get("uid")): e.name
+        for e in events
+        if e.kind == "Pod"
+        and e.type != "DELETED"
+        and (e.obj.get("labels") or {}).get("leaderworkerset.sigs.k8s.io/worker-index") == "0"
+    }
     surge = sorted(g for g in by_group if g >= r)
     assert surge, f"no surge group was created (maxSurge 1): {by_group}"
     for g in surge:
@@ -124,5 +129,6 @@ def _services_followed_groups(events: list[Event], name: str, r: int, by_group: 
         assert svc and not svc[-1][2], f"Service {name}-{g} missing at the end: {svc}"
         owner = svc[-1][1]
         assert owner.startswith(f"Pod/{name}-{g}/") and leaders.get(owner.rpartition("/")[2]) == f"{name}-{g}", (
-            f"Service {name}-{g} owned by {owner}, not by leader {name}-{g}")
+            f"Service {name}-{g} owned by {owner}, not by leader {name}-{g}"
+        )
     assert lives.get(name) and not lives[name][-1][2], f"the Shared Service {name} was deleted: {lives.get(name)}"

@@ -39,15 +39,20 @@ Obj = dict[str, Any]
 LBL = "leaderworkerset.sigs.k8s.io/"
 REVISION = LBL + "template-revision-hash"
 
+
 def _revisions_at(pods: list[Obj]) -> dict[int, str]:
-    return {int(p["metadata"]["labels"][LBL + "group-index"]): str(p["metadata"]["labels"].get(REVISION))
-            for p in P.live(pods) if p["metadata"]["labels"].get(LBL + "worker-index") == "0"}
+    return {
+        int(p["metadata"]["labels"][LBL + "group-index"]): str(p["metadata"]["labels"].get(REVISION))
+        for p in P.live(pods)
+        if p["metadata"]["labels"].get(LBL + "worker-index") == "0"
+    }
 
 
 @proves_invariants
 @pytest.mark.requirement("ROLL-MULTI-001")
-def test_second_template_change_mid_rollout(scenario: Scenario, claim: Claims, tmp_path: Path,
-                                            request: pytest.FixtureRequest) -> None:
+def test_second_template_change_mid_rollout(
+    scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """R=4, maxSurge 2, held by spec.partition 2 with groups 2-3 and the surge groups 4-5 at
     revision 2: a second template change (revision 3) restarts the update from the top
     (partition back to R, 6 replicas); lowering the partition finishes it with every group at
@@ -63,6 +68,7 @@ def test_second_template_change_mid_rollout(scenario: Scenario, claim: Claims, t
 
         def held(old: str, seen: set[str]) -> Any:
             """6 groups Ready: 0-1 at `old`, 2-5 at one revision that is neither `old` nor in `seen`."""
+
             def check(pods: list[Obj]) -> str | None:
                 live = P.live(pods)
                 if P.names(pods) != P.expected_pod_names(name, r + ms, size) or len(live) != len(pods):
@@ -72,6 +78,7 @@ def test_second_template_change_mid_rollout(scenario: Scenario, claim: Claims, t
                 if not all(map(P.pod_ready, live)) or any(revs.get(g) != old for g in range(part)):
                     return None
                 return next(iter(top)) if len(top) == 1 and not top & {old, *seen} else None
+
             return check
 
         rev2 = sc.wait_pods(held(rev1, set()), f"groups 0-1 at {rev1}, groups 2-5 at revision 2, all Ready")
@@ -91,12 +98,19 @@ def test_second_template_change_mid_rollout(scenario: Scenario, claim: Claims, t
         assert first3 is not None, f"the leader StatefulSet never carried {rev3}: {steps}"
         want = facts.documented_update_start(r, r + ms, 1, ms, partition=part)
         assert (first3.replicas, first3.partition) == want, (
-            f"second update start (replicas, partition) {(first3.replicas, first3.partition)}, want {want}: {steps}")
+            f"second update start (replicas, partition) {(first3.replicas, first3.partition)}, want {want}: {steps}"
+        )
         assert (steps[-1].revision, steps[-1].replicas, steps[-1].partition) == (rev3, r, 0), f"final: {steps}"
     with claim("ROLL-MULTI-001"):
         by_group = facts.revisions_by_group(events)
-        want_groups = {0: [rev1, rev3], 1: [rev1, rev3], 2: [rev1, rev2, rev3], 3: [rev1, rev2, rev3],
-                       4: [rev2, rev3], 5: [rev2, rev3]}
+        want_groups = {
+            0: [rev1, rev3],
+            1: [rev1, rev3],
+            2: [rev1, rev2, rev3],
+            3: [rev1, rev2, rev3],
+            4: [rev2, rev3],
+            5: [rev2, rev3],
+        }
         wrong = {g: (by_group.get(g), w) for g, w in want_groups.items() if by_group.get(g) != w}
         assert not wrong, f"leader incarnations per group (got, want): {wrong}"
 
@@ -104,8 +118,9 @@ def test_second_template_change_mid_rollout(scenario: Scenario, claim: Claims, t
 @pytest.mark.parametrize(("r0", "r1"), [pytest.param(2, 4, id="up-2-4"), pytest.param(6, 3, id="down-6-3")])
 @proves_invariants
 @pytest.mark.requirement("ROLL-SCALE-003")
-def test_template_and_replicas_change_with_surge(scenario: Scenario, claim: Claims, r0: int, r1: int,
-                                                 tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_template_and_replicas_change_with_surge(
+    scenario: Scenario, claim: Claims, r0: int, r1: int, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """maxSurge 2: one patch changes the template and replicas R -> R'. The update runs against
     R': the leader StatefulSet starts as rollingUpdateParameters' Case 2 says ((R', R) when
     growing, (R' + maxSurge, R') when shrinking), never asks for more than R' + maxSurge groups,
@@ -115,8 +130,17 @@ def test_template_and_replicas_change_with_surge(scenario: Scenario, claim: Clai
         sc.create(rollout_lws(name, r0, size, mu=1, ms=ms))
         sc.wait_lws(name, sc.settled(r0), f"Available with {r0} groups")
         old = leader_revision(sc, name)
-        sc.patch_lws(name, {"spec": {"replicas": r1, "leaderWorkerTemplate": {
-            "workerTemplate": {"metadata": {"annotations": {"lwsc.x-k8s.io/bump": "1"}}}}}})
+        sc.patch_lws(
+            name,
+            {
+                "spec": {
+                    "replicas": r1,
+                    "leaderWorkerTemplate": {
+                        "workerTemplate": {"metadata": {"annotations": {"lwsc.x-k8s.io/bump": "1"}}}
+                    },
+                }
+            },
+        )
         sc.wait_lws(name, sc.settled(r1), f"update done with {r1} groups")
         new = leader_revision(sc, name)
         sc.wait_pods(pods_at(name, r1, size, lambda g: new), f"{r1} groups at {new}")
@@ -128,7 +152,8 @@ def test_template_and_replicas_change_with_surge(scenario: Scenario, claim: Clai
         assert steps, "the leader StatefulSet never carried the new revision"
         want = facts.documented_update_start(r1, r0, 1, ms)
         assert (steps[0].replicas, steps[0].partition) == want, (
-            f"update start (replicas, partition) {(steps[0].replicas, steps[0].partition)}, want {want}: {steps}")
+            f"update start (replicas, partition) {(steps[0].replicas, steps[0].partition)}, want {want}: {steps}"
+        )
         bound = r1 + min(ms, r1)
         over = [s for s in steps if (s.replicas or 0) > bound]
         assert not over, f"leader StatefulSet replicas above R' + maxSurge = {bound}: {over}"
@@ -142,8 +167,9 @@ def test_template_and_replicas_change_with_surge(scenario: Scenario, claim: Clai
 
 
 @pytest.mark.requirement("ROLL-PART-003")
-def test_create_with_partition_and_surge_creates_only_replicas(scenario: Scenario, tmp_path: Path,
-                                                               request: pytest.FixtureRequest) -> None:
+def test_create_with_partition_and_surge_creates_only_replicas(
+    scenario: Scenario, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """lws#614: an LWS created with partition above 0 and maxSurge (no update ever happened)
     creates replicas groups, not replicas + maxSurge ones that are then deleted."""
     sc, name, r, size, ms, part = scenario, "cp", 3, 2, 2, 4
@@ -158,4 +184,5 @@ def test_create_with_partition_and_surge_creates_only_replicas(scenario: Scenari
     over = [s for s in steps if (s.replicas or 0) > r]
     assert not over and peak <= r, (
         f"created with partition {part} and maxSurge {ms}: leader StatefulSet replicas {[s.replicas for s in steps]}, "
-        f"{peak} groups live at once, want at most {r}")
+        f"{peak} groups live at once, want at most {r}"
+    )

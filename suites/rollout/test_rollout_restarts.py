@@ -42,16 +42,21 @@ def _worker_containers(sc: Scenario, name: str, value: str) -> list[Obj]:
     containers = copy.deepcopy(sc.lws(name)["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"])
     for c in containers:
         c["env"] = [e for e in c.get("env") or [] if e.get("name") != TEMPLATE_ENV] + [
-            {"name": TEMPLATE_ENV, "value": value}]
+            {"name": TEMPLATE_ENV, "value": value}
+        ]
     return containers
 
 
 def _revision_worker_template(sc: Scenario, name: str, revision: str) -> Obj:
     """The worker template stored in the LWS's ControllerRevision with hash `revision` (KEP 238:
     the state "to use ... when recreating a replica"), read from the API."""
-    found = [o for o in sc.apps.list_namespaced_controller_revision(
-        sc.namespace, label_selector=f"{NAME_LABEL}={name},{REVISION}={revision}").items
-        if any(r.kind == "LeaderWorkerSet" and r.name == name for r in o.metadata.owner_references or [])]
+    found = [
+        o
+        for o in sc.apps.list_namespaced_controller_revision(
+            sc.namespace, label_selector=f"{NAME_LABEL}={name},{REVISION}={revision}"
+        ).items
+        if any(r.kind == "LeaderWorkerSet" and r.name == name for r in o.metadata.owner_references or [])
+    ]
     assert len(found) == 1, f"{len(found)} ControllerRevisions of LWS {name} with hash {revision}"
     return dict(found[0].data["spec"]["leaderWorkerTemplate"]["workerTemplate"])
 
@@ -59,8 +64,10 @@ def _revision_worker_template(sc: Scenario, name: str, revision: str) -> Obj:
 def _containers(template: Obj) -> dict[str, tuple[str, dict[str, str | None]]]:
     """container name -> (image, env name -> value) of a pod template or pod spec's containers."""
     spec = template.get("spec") or {}
-    return {str(c["name"]): (str(c.get("image")), {str(e["name"]): e.get("value") for e in c.get("env") or []})
-            for c in spec.get("containers") or []}
+    return {
+        str(c["name"]): (str(c.get("image")), {str(e["name"]): e.get("value") for e in c.get("env") or []})
+        for c in spec.get("containers") or []
+    }
 
 
 def _template_diff(want: Obj, sts: Obj, pods: list[Obj]) -> dict[str, Any]:
@@ -69,8 +76,10 @@ def _template_diff(want: Obj, sts: Obj, pods: list[Obj]) -> dict[str, Any]:
     its own LWS_* vars to the pods, so only the revision's names are compared)."""
     diff: dict[str, Any] = {}
     wanted = _containers(want)
-    for where, got in [(f"StatefulSet/{sts['metadata']['name']}", _containers(sts["spec"]["template"])),
-                       *((f"Pod/{p['metadata']['name']}", _containers(p)) for p in pods)]:
+    for where, got in [
+        (f"StatefulSet/{sts['metadata']['name']}", _containers(sts["spec"]["template"])),
+        *((f"Pod/{p['metadata']['name']}", _containers(p)) for p in pods),
+    ]:
         for cname, (image, env) in wanted.items():
             have_image, have_env = got.get(cname, (None, {}))
             seen = (have_image, {k: have_env.get(k) for k in env})
@@ -82,8 +91,10 @@ def _template_diff(want: Obj, sts: Obj, pods: list[Obj]) -> dict[str, Any]:
 def _group(sc: Scenario, group: str) -> tuple[Obj, list[Obj]]:
     """A group's worker StatefulSet and its live worker pods (by name)."""
     sts = next(s for s in sc.statefulsets() if s["metadata"]["name"] == group)
-    workers = sorted((p for p in P.live(sc.pods(f"{LBL}group-index={group.rsplit('-', 1)[1]}"))
-                      if p["metadata"]["name"] != group), key=lambda p: str(p["metadata"]["name"]))
+    workers = sorted(
+        (p for p in P.live(sc.pods(f"{LBL}group-index={group.rsplit('-', 1)[1]}")) if p["metadata"]["name"] != group),
+        key=lambda p: str(p["metadata"]["name"]),
+    )
     return sts, workers
 
 
@@ -98,8 +109,13 @@ def _shape(sts: Obj, workers: list[Obj]) -> dict[str, Any]:
         "PVC retention policy": spec.get("persistentVolumeClaimRetentionPolicy"),
         "volumeClaimTemplates": [v["metadata"]["name"] for v in spec.get("volumeClaimTemplates") or []],
         "worker pods (name, size, subgroup-index)": [
-            (p["metadata"]["name"], (p["metadata"].get("annotations") or {}).get(LBL + "size"),
-             p["metadata"]["labels"].get(LBL + "subgroup-index")) for p in workers],
+            (
+                p["metadata"]["name"],
+                (p["metadata"].get("annotations") or {}).get(LBL + "size"),
+                p["metadata"]["labels"].get(LBL + "subgroup-index"),
+            )
+            for p in workers
+        ],
     }
 
 
@@ -111,9 +127,13 @@ def _rebuilt(leader: str, old_uid: str) -> Any:
         for s in items:
             owners = [r for r in s["metadata"].get("ownerReferences") or [] if r.get("kind") == "Pod"]
             st = s.get("status") or {}
-            if (s["metadata"]["name"] == leader and owners and owners[0]["uid"] != old_uid
-                    and not s["metadata"].get("deletionTimestamp")
-                    and st.get("readyReplicas", 0) == s["spec"]["replicas"] == st.get("replicas")):
+            if (
+                s["metadata"]["name"] == leader
+                and owners
+                and owners[0]["uid"] != old_uid
+                and not s["metadata"].get("deletionTimestamp")
+                and st.get("readyReplicas", 0) == s["spec"]["replicas"] == st.get("replicas")
+            ):
                 return s
         return None
 
@@ -122,8 +142,9 @@ def _rebuilt(leader: str, old_uid: str) -> Any:
 
 @proves_invariants
 @pytest.mark.requirement("ROLL-KEEP-001")
-def test_group_restarted_below_partition_keeps_its_revision(scenario: Scenario, claim: Claims, tmp_path: Path,
-                                                            request: pytest.FixtureRequest) -> None:
+def test_group_restarted_below_partition_keeps_its_revision(
+    scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """R=2, size 4, subGroupSize 2 (LeaderWorker), Shared subdomain, no PVC retention policy;
     partition 1, then one update changes the worker template, size 4 -> 3, the subgroup policy
     type (LeaderExcluded), the subdomain policy (UniquePerReplica) and the PVC retention policy.
@@ -142,10 +163,20 @@ def test_group_restarted_below_partition_keeps_its_revision(scenario: Scenario, 
         old = leader_revision(sc, name)
         before = _shape(*_group(sc, f"{name}-0"))
         set_partition(sc, name, 1)
-        sc.patch_lws(name, {"spec": {"networkConfig": {"subdomainPolicy": "UniquePerReplica"}, "leaderWorkerTemplate": {
-            "size": 3, "subGroupPolicy": {"subGroupSize": 2, "subGroupPolicyType": "LeaderExcluded"},
-            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Delete"},
-            "workerTemplate": {"spec": {"containers": _worker_containers(sc, name, "new")}}}}})
+        sc.patch_lws(
+            name,
+            {
+                "spec": {
+                    "networkConfig": {"subdomainPolicy": "UniquePerReplica"},
+                    "leaderWorkerTemplate": {
+                        "size": 3,
+                        "subGroupPolicy": {"subGroupSize": 2, "subGroupPolicyType": "LeaderExcluded"},
+                        "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Delete"},
+                        "workerTemplate": {"spec": {"containers": _worker_containers(sc, name, "new")}},
+                    },
+                }
+            },
+        )
         sc.wait_lws(name, sc.settled(2, updated=1), "Available, updatedReplicas 1 (partition 1 holding)")
         new = leader_revision(sc, name)
         assert new != old, "the update did not create a new revision"
@@ -164,14 +195,19 @@ def test_group_restarted_below_partition_keeps_its_revision(scenario: Scenario, 
             stored = {c: env.get(TEMPLATE_ENV) for c, (_, env) in _containers(want).items()}
             updated = {c: env.get(TEMPLATE_ENV) for c, (_, env) in _containers(changed).items()}
             assert stored == {"worker": "old"} and updated == {"worker": "new"}, (
-                f"revisions' worker templates: {TEMPLATE_ENV} {stored} in {old}, {updated} in {new}")
+                f"revisions' worker templates: {TEMPLATE_ENV} {stored} in {old}, {updated} in {new}"
+            )
             wrong = _template_diff(want, sts, workers)
-            assert not wrong, (f"group 0 rebuilt below the partition runs another worker template than its old "
-                               f"revision {old} (lws#280), (old revision, rebuilt) (image, env): {wrong}")
+            assert not wrong, (
+                f"group 0 rebuilt below the partition runs another worker template than its old "
+                f"revision {old} (lws#280), (old revision, rebuilt) (image, env): {wrong}"
+            )
         with claim("ROLL-KEEP-001"):
             diff = {k: (before[k], after[k]) for k in before if before[k] != after[k]}
-            assert not diff, (f"group 0 rebuilt below the partition differs from its old revision (lws#280, PR #963), "
-                              f"(old, rebuilt): {diff}")
+            assert not diff, (
+                f"group 0 rebuilt below the partition differs from its old revision (lws#280, PR #963), "
+                f"(old, rebuilt): {diff}"
+            )
         set_partition(sc, name, 0)
         sc.wait_lws(name, sc.settled(2), "update done after partition 0")
         sc.wait_pods(pods_at(name, 2, 3, lambda g: new), f"2 groups of 3 at {new}")

@@ -36,8 +36,12 @@ def _new_leader_held(name: str, g: int, old: str) -> Any:
 
     def check(pods: list[Obj]) -> Obj | None:
         for p in P.live(pods):
-            if (p["metadata"]["name"] == f"{name}-{g}" and p["metadata"]["labels"].get(REVISION) != old
-                    and P.gated(p, HOLD_GATE) and not p["spec"].get("nodeName")):
+            if (
+                p["metadata"]["name"] == f"{name}-{g}"
+                and p["metadata"]["labels"].get(REVISION) != old
+                and P.gated(p, HOLD_GATE)
+                and not p["spec"].get("nodeName")
+            ):
                 return p
         return None
 
@@ -48,10 +52,13 @@ def _new_workers(name: str, g: int, revision: str) -> Any:
     """Violation check for `observe`: a worker StatefulSet or worker pod of group g at `revision`."""
 
     def early(items: list[Obj]) -> str | None:
-        bad = [f"{o.get('kind', '')}/{o['metadata']['name']}" for o in items
-               if o["metadata"]["name"].startswith(f"{name}-{g}")
-               and (o["metadata"].get("labels") or {}).get(REVISION) == revision
-               and (o["metadata"].get("labels") or {}).get(LBL + "worker-index", "w") != "0"]
+        bad = [
+            f"{o.get('kind', '')}/{o['metadata']['name']}"
+            for o in items
+            if o["metadata"]["name"].startswith(f"{name}-{g}")
+            and (o["metadata"].get("labels") or {}).get(REVISION) == revision
+            and (o["metadata"].get("labels") or {}).get(LBL + "worker-index", "w") != "0"
+        ]
         return f"written while the new leader {name}-{g} was not Ready: {bad}" if bad else None
 
     return early
@@ -62,19 +69,31 @@ def new_incarnation_order(events: list[Event], name: str, g: int, revision: str)
     leader on, nothing of its workers at that revision (the worker StatefulSet, worker pods) may
     be written before the write that made that leader Ready (the old incarnation's objects,
     still being garbage-collected, share the names and are left out by their revision)."""
-    start = next((i for i, e in enumerate(events) if e.kind == "Pod" and e.obj.get("name") == f"{name}-{g}"
-                  and (e.obj.get("labels") or {}).get(REVISION) == revision), None)
+    start = next(
+        (
+            i
+            for i, e in enumerate(events)
+            if e.kind == "Pod"
+            and e.obj.get("name") == f"{name}-{g}"
+            and (e.obj.get("labels") or {}).get(REVISION) == revision
+        ),
+        None,
+    )
     if start is None:
         return [f"no leader {name}-{g} at revision {revision} was recorded"]
-    mine = [e for e in events[start:] if e.kind in ("Pod", "StatefulSet")
-            and (e.obj.get("labels") or {}).get(REVISION) == revision]
+    mine = [
+        e
+        for e in events[start:]
+        if e.kind in ("Pod", "StatefulSet") and (e.obj.get("labels") or {}).get(REVISION) == revision
+    ]
     return history.workers_before_leader_ready(mine, name, g)
 
 
 @proves_invariants
 @pytest.mark.requirement("ROLL-STARTUP-001")
-def test_leader_ready_holds_workers_of_each_updated_group(scenario: Scenario, claim: Claims, tmp_path: Path,
-                                                          request: pytest.FixtureRequest) -> None:
+def test_leader_ready_holds_workers_of_each_updated_group(
+    scenario: Scenario, claim: Claims, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """R=2, size 3, startupPolicy LeaderReady, maxUnavailable 1. The update gates the new leaders;
     for group 1 then group 0: while the new leader is held, no worker StatefulSet or worker pod
     of the new revision may appear (watched); once it is Ready the workers follow; in the watch
@@ -96,11 +115,17 @@ def test_leader_ready_holds_workers_of_each_updated_group(scenario: Scenario, cl
             held = sc.wait_pods(_new_leader_held(name, g, old), f"new leader {name}-{g} Pending behind the hold gate")
             new = held["metadata"]["labels"][REVISION]
             with claim("ROLL-STARTUP-001"):  # worker pods need the StatefulSet; the stream checks them too
-                early = observe(sc.api, sc.apps.list_namespaced_stateful_set, _new_workers(name, g, new),
-                                duration=window, namespace=sc.namespace)
+                early = observe(
+                    sc.api,
+                    sc.apps.list_namespaced_stateful_set,
+                    _new_workers(name, g, new),
+                    duration=window,
+                    namespace=sc.namespace,
+                )
                 assert early is None, early
-            sc.core.patch_namespaced_pod(f"{name}-{g}", sc.namespace,
-                                         [{"op": "remove", "path": "/spec/schedulingGates"}])
+            sc.core.patch_namespaced_pod(
+                f"{name}-{g}", sc.namespace, [{"op": "remove", "path": "/spec/schedulingGates"}]
+            )
         sc.wait_lws(name, sc.settled(r), "update done")
         sc.wait_pods(pods_at(name, r, size, lambda g: new), f"all pods Ready at {new}")
 

@@ -57,9 +57,10 @@ def _stuck(sc: Scenario, name: str) -> str:
     """What the pods still waiting show: counts by scheduling gate, binding and readiness."""
     pods = sc.pods(K.selector(name))
     waiting = Counter(
-        ",".join(sorted(g["name"] for g in p["spec"].get("schedulingGates") or [])) or
-        ("bound, not Ready" if p["spec"].get("nodeName") else "ungated, unbound")
-        for p in pods if not P.pod_ready(p)
+        ",".join(sorted(g["name"] for g in p["spec"].get("schedulingGates") or []))
+        or ("bound, not Ready" if p["spec"].get("nodeName") else "ungated, unbound")
+        for p in pods
+        if not P.pod_ready(p)
     )
     return f"{len(pods)} pods, not Ready by gate/state: {dict(waiting) or 'none'}"
 
@@ -167,14 +168,21 @@ def test_rolling_update_of_every_group_recorded_whole(
         # failure, not a rollout invariant's: those are judged below on what was recorded.
         with claim("SCALE-ROLL-001"):
             try:
-                sc.wait_lws(name, sc.settled(s.groups), f"Available with {s.groups} groups",
-                            timeout=s.deadline(3.0, 120))
+                sc.wait_lws(
+                    name, sc.settled(s.groups), f"Available with {s.groups} groups", timeout=s.deadline(3.0, 120)
+                )
                 began = fig.mark("ready_s", start)
                 before = len(tl.events)
-                sc.patch_lws(name, {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"metadata": {
-                    "annotations": {BUMP: "1"}}}}}})
-                sc.wait_lws(name, sc.settled(s.groups), "update done: Available, all groups updated",
-                            timeout=s.deadline(6.0, 180))
+                sc.patch_lws(
+                    name,
+                    {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"metadata": {"annotations": {BUMP: "1"}}}}}},
+                )
+                sc.wait_lws(
+                    name,
+                    sc.settled(s.groups),
+                    "update done: Available, all groups updated",
+                    timeout=s.deadline(6.0, 180),
+                )
                 new = str(sc.apps.read_namespaced_stateful_set(name, sc.namespace).metadata.labels[REVISION])
                 sc.wait_pods(_at_revision(s, new), f"all {s.pods} pods Ready at revision {new}", timeout=60)
                 fig.mark("rollout_s", began)
@@ -184,9 +192,16 @@ def test_rolling_update_of_every_group_recorded_whole(
         during = len(tl.events) - before if before else 0
     rollout_s = fig.values.get("rollout_s")
     fig.save(
-        groups=s.groups, size=s.size, max_unavailable=s.max_unavailable, events=len(tl.events),
-        rollout_events=during, events_per_s=round(during / rollout_s) if rollout_s else None,
-        complete=tl.complete, gaps=len(tl.gaps), sync_error=tl.sync_error, finished=finished,
+        groups=s.groups,
+        size=s.size,
+        max_unavailable=s.max_unavailable,
+        events=len(tl.events),
+        rollout_events=during,
+        events_per_s=round(during / rollout_s) if rollout_s else None,
+        complete=tl.complete,
+        gaps=len(tl.gaps),
+        sync_error=tl.sync_error,
+        finished=finished,
     )
     if finished:
         # The observer missing events is the harness's, not LWS's: every requirement reads error.
@@ -211,7 +226,9 @@ def test_exclusive_racks_for_every_group(
     sc.create(obj)
     try:
         pods = sc.wait_pods(
-            K.all_ready(s.groups, s.size), f"{s.pods} pods bound and Ready", timeout=s.deadline(3.0, 120),
+            K.all_ready(s.groups, s.size),
+            f"{s.pods} pods bound and Ready",
+            timeout=s.deadline(3.0, 120),
             selector=K.selector(name),
         )
     except WaitTimeout as exc:

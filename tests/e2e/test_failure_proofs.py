@@ -63,10 +63,25 @@ def run_suite(
     out.mkdir(parents=True, exist_ok=True)
     handle_file.write_text(handle.to_json())
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", *nodeids, "-p", "no:cacheprovider", "-n", "0", "-q",
-         f"--lwsc-handle={handle_file}", f"--lwsc-run-id={run_id}", f"--lwsc-report-dir={out}",
-         *(f"--lwsc-set={kv}" for kv in sets)],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            *nodeids,
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            "-q",
+            f"--lwsc-handle={handle_file}",
+            f"--lwsc-run-id={run_id}",
+            f"--lwsc-report-dir={out}",
+            *(f"--lwsc-set={kv}" for kv in sets),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     summary = out / "summary.json"
     assert summary.is_file(), f"no summary.json from the suite run:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
@@ -231,7 +246,10 @@ def test_inplace_upgrade_goes_red_when_the_new_controller_rolls_old_groups(
     leader StatefulSets made by v0.8.0 roll on upgrade (the change KEP-238 warns about)."""
     src, pinned = mutant_tree(tmp_path_factory, "35-upgrade-new-default-leader-label.patch")
     found = run_suite(
-        private_cluster, [UPGRADE], tmp_path / "upgrade-mutant", f"{run_id}v",
+        private_cluster,
+        [UPGRADE],
+        tmp_path / "upgrade-mutant",
+        f"{run_id}v",
         sets=(f"sources.lws={src}", f"versions.lws={pinned}"),
     )
     assert_red(found, "LWS-UPGRADE-001", r"disturbed LWS up: .*(deleting|deleted|became)")

@@ -77,7 +77,9 @@ def _token_kubeconfig(k8s: client.ApiClient, admin_kubeconfig: Path, namespace: 
     admin = yaml.safe_load(admin_kubeconfig.read_text())
     cluster = dict(admin["clusters"][0])
     doc = {
-        "apiVersion": "v1", "kind": "Config", "clusters": [cluster],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster],
         "users": [{"name": "sa", "user": {"token": token.status.token}}],
         "contexts": [{"name": "sa", "context": {"cluster": cluster["name"], "user": "sa"}}],
         "current-context": "sa",
@@ -236,8 +238,12 @@ def vendor(k8s: client.ApiClient, runner: Runner) -> Iterator[dict[str, str]]:
     try:
         core.create_namespaced_pod(names["ns"], _pod("workload"))  # type: ignore[arg-type]  # dicts accepted
         custom.create_cluster_custom_object(*KUEUE, "resourceflavors", _flavor(names["rf"]))
-        cq = {"apiVersion": "/".join(KUEUE), "kind": "ClusterQueue", "metadata": {"name": names["cq"]},
-              "spec": {"namespaceSelector": {}, "resourceGroups": []}}
+        cq = {
+            "apiVersion": "/".join(KUEUE),
+            "kind": "ClusterQueue",
+            "metadata": {"name": names["cq"]},
+            "spec": {"namespaceSelector": {}, "resourceGroups": []},
+        }
         custom.create_cluster_custom_object(*KUEUE, "clusterqueues", cq)
         yield names
     finally:
@@ -254,17 +260,21 @@ def test_the_runner_changes_only_what_its_runs_create(runner: Runner, vendor: di
         _wait_enforced(sa, vendor["ns"])
         cluster_rule, ns_rule = "cluster-scoped objects labelled", "only in namespaces labelled"
         _denied(lambda: core.delete_namespace(vendor["ns"]), cluster_rule)
-        _denied(lambda: core.patch_namespaced_pod_status("workload", vendor["ns"], {"status": {"conditions": []}}),
-                ns_rule)
+        _denied(
+            lambda: core.patch_namespaced_pod_status("workload", vendor["ns"], {"status": {"conditions": []}}), ns_rule
+        )
         _denied(lambda: core.delete_namespaced_pod("workload", vendor["ns"]), ns_rule)
         _denied(lambda: core.create_namespaced_pod(vendor["ns"], _pod("p")), ns_rule)  # type: ignore[arg-type]
         _denied(lambda: custom.delete_cluster_custom_object(*KUEUE, "resourceflavors", vendor["rf"]), cluster_rule)
         _denied(lambda: custom.delete_cluster_custom_object(*KUEUE, "clusterqueues", vendor["cq"]), cluster_rule)
         relabel = {"metadata": {"labels": {RUN_LABEL: "mine-now"}}}  # adopting it first does not work either
-        _denied(lambda: custom.patch_cluster_custom_object(*KUEUE, "clusterqueues", vendor["cq"], relabel),
-                cluster_rule)
-        _denied(lambda: custom.create_cluster_custom_object(*KUEUE, "resourceflavors", _flavor(f"u-{runner.suffix}")),
-                cluster_rule)
+        _denied(
+            lambda: custom.patch_cluster_custom_object(*KUEUE, "clusterqueues", vendor["cq"], relabel), cluster_rule
+        )
+        _denied(
+            lambda: custom.create_cluster_custom_object(*KUEUE, "resourceflavors", _flavor(f"u-{runner.suffix}")),
+            cluster_rule,
+        )
         unlabelled = client.V1Namespace(metadata=client.V1ObjectMeta(name=f"u-{runner.suffix}"))
         _denied(lambda: core.create_namespace(unlabelled), cluster_rule)
         # what a run creates, it may change and delete
@@ -292,9 +302,22 @@ def test_focused_run_passes_with_the_service_account_token(runner: Runner, tmp_p
     the admission policy in force: pod-status patches, the scale subresource and DisaggregatedSets
     in the run's namespaces pass it."""
     proc = subprocess.run(
-        [*LWSC, "run", "--kubeconfig", str(runner.kubeconfig), "--reports", str(tmp_path / "reports"),
-         "--focus", FOCUS, "-n", "1"],
-        capture_output=True, text=True, timeout=1200, env={**os.environ},
+        [
+            *LWSC,
+            "run",
+            "--kubeconfig",
+            str(runner.kubeconfig),
+            "--reports",
+            str(tmp_path / "reports"),
+            "--focus",
+            FOCUS,
+            "-n",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**os.environ},
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (archive,) = (tmp_path / "reports").glob("*.tar.gz")
@@ -318,8 +341,9 @@ def test_the_jobs_results_outlive_it_and_not_finished_is_exit_5(
     # kwok would "run" the Job's pod to Succeeded at once without running anything; a quota of no
     # pods keeps the Job waiting for its pod instead, the way a real run is still going on
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    quota = client.V1ResourceQuota(metadata=client.V1ObjectMeta(name="no-pods"),
-                                   spec=client.V1ResourceQuotaSpec(hard={"pods": "0"}))
+    quota = client.V1ResourceQuota(
+        metadata=client.V1ObjectMeta(name="no-pods"), spec=client.V1ResourceQuotaSpec(hard={"pods": "0"})
+    )
     core.create_namespaced_resource_quota(ns, quota)
     try:
         launched = _lwsc("launch", *where, "--", "--focus", "LWS-NAME-001")
@@ -337,15 +361,26 @@ def test_the_jobs_results_outlive_it_and_not_finished_is_exit_5(
 
         waiting = subprocess.Popen(  # a user waiting for the results while the run goes on
             [*LWSC, "retrieve", *where, "--wait", "--interval", "1", "--timeout", "15m", "-o", str(tmp_path / "out")],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         # The pod's part, played with the Job's own ServiceAccount (kwok runs no container)
         sa = _token_kubeconfig(k8s, Path(admin), ns, tmp_path / "job-sa.kubeconfig")
         reports = tmp_path / "results"
         run = _lwsc("run", "--kubeconfig", str(sa), "--reports", str(reports), "--focus", "LWS-NAME-001", "-n", "1")
         assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-        published = _lwsc("publish", "--reports", str(reports), "--exit-code", str(run.returncode),
-                          "--kubeconfig", str(sa), "--namespace", ns)
+        published = _lwsc(
+            "publish",
+            "--reports",
+            str(reports),
+            "--exit-code",
+            str(run.returncode),
+            "--kubeconfig",
+            str(sa),
+            "--namespace",
+            ns,
+        )
         assert published.returncode == 0, published.stderr
         out, err = waiting.communicate(timeout=300)
         assert waiting.returncode == 0, err
@@ -393,8 +428,9 @@ def _gone(read: Any) -> bool:
 
 
 @pytest.mark.exclusive("incluster-job")  # `lwsc launch` applies the cluster-scoped objects under their real names
-def test_delete_removes_everything_launch_installed(k8s: client.ApiClient, lwsc_cluster: ClusterHandle,
-                                                    run_id: str) -> None:
+def test_delete_removes_everything_launch_installed(
+    k8s: client.ApiClient, lwsc_cluster: ClusterHandle, run_id: str
+) -> None:
     """`lwsc delete` leaves nothing of the runner: namespace (Job, pods, results ConfigMaps, Role),
     ClusterRole and binding, admission policy and binding, all read back as 404 when it returns;
     an unlabelled namespace of that name is refused with nothing deleted."""

@@ -79,4 +79,3 @@ def kueue_admits_one_group_gates_other(
 
     leak = sc.observe_pods(waiting_group_leaked, duration=window)
     assert leak is None, leak
-
