@@ -52,7 +52,7 @@ def flavor(
     tolerations: list[Obj] | None = None,
     taints: list[Obj] | None = None,
 ) -> Obj:
-    rf = workloads.resource_flavor(name, node_labels)
+    rf: Obj = workloads.resource_flavor(name, node_labels)
     if tolerations:
         rf["spec"]["tolerations"] = tolerations
     if taints:
@@ -117,7 +117,7 @@ def lws(
     tolerations: list[Obj] | None = None,
     priority_class: str | None = None,
 ) -> Obj:
-    obj = workloads.lws(
+    obj: Obj = workloads.lws(
         name, replicas=replicas, size=size, gpus=1, gpu_resource=cluster.topology.gpu_resource, queue=queue
     )
     if priority_class:
@@ -202,4 +202,4 @@ def pod_uids(scenario: Scenario, lws_name: str) -> set[str]:
 
 
 def was_preempted(wl: Obj) -> bool:
-    return P.condition(wl, "Preempted") == "True"
+    return bool(P.condition(wl, "Preempted") == "True")
