@@ -32,12 +32,6 @@ Obj = dict[str, Any]
 SIZE = 2  # leader + 1 worker, 1 GPU each
 
 
-def _check_group(scenario: Scenario, lws_name: str, index: int, flavor: Obj) -> list[str]:
-    """FLAVOR-001's failures for one admitted group whose Workload was assigned `flavor`."""
-    pods = R.group_pods(scenario, lws_name, index)
-    return R.node_label_failures(scenario, pods, flavor["metadata"]["name"], flavor["spec"]["nodeLabels"])
-
-
 def _preempted(name: str) -> Any:
     return lambda ws: [w for w in ws if w["metadata"]["name"] == name and R.was_preempted(w)]
 
@@ -86,16 +80,18 @@ def test_group_gets_its_flavors_node_labels_and_tolerations(
                 f"group 0 admitted first, group 1 after it)"
             )
         assigned = {f for names in got.values() for f in names}
-        for name in sorted(assigned & set(flavors)):
-            pods = R.group_pods(scenario, "fl", index)
-            with claim("KUEUE-FLAVOR-001"):
-                _raise(_check_group(scenario, "fl", index, flavors[name]))
-            with claim("KUEUE-FLAVOR-002"):
-                tol = flavors[name]["spec"]["tolerations"][0]
-                lacking = sorted(p["metadata"]["name"] for p in pods if not R.has_toleration(p, tol))
-                assert not lacking, f"group {index} (flavor {name}): pods {lacking} lack the flavor's toleration {tol}"
-        with claim("KUEUE-FLAVOR-001"), claim("KUEUE-FLAVOR-002"):
-            assert assigned and assigned <= set(flavors), f"group {index}: {wl['metadata']['name']} assigned {got}"
+        assert assigned and assigned <= set(flavors), f"group {index}: {wl['metadata']['name']} assigned {got}"
+        for pod in R.group_pods(scenario, "fl", index):  # each pod against its own podSet's flavor
+            podset = "leader" if pod["metadata"]["labels"].get(P.WORKER_INDEX) == "0" else "worker"
+            for name in got.get(podset, []):
+                with claim("KUEUE-FLAVOR-001"):
+                    _raise(R.node_label_failures(scenario, [pod], name, flavors[name]["spec"]["nodeLabels"]))
+                with claim("KUEUE-FLAVOR-002"):
+                    tol = flavors[name]["spec"]["tolerations"][0]
+                    assert R.has_toleration(pod, tol), (
+                        f"group {index}: pod {pod['metadata']['name']} ({podset}, flavor {name}) lacks the flavor's "
+                        f"toleration {tol}: it has {pod['spec'].get('tolerations')}"
+                    )
 
 
 @pytest.mark.requirement("KUEUE-FLAVOR-004")
