@@ -6,14 +6,11 @@ cluster); the correct evidence passes."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "suites" / "kueue"))
-import resource_helpers as R  # noqa: E402
+from suites.kueue import resource_helpers as R
 
 Obj = dict[str, Any]
 BLOCK = "cloud.provider.com/topology-block"

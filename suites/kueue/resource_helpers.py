@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import kueue_helpers as K
 import pytest
 
-from lws_conformance import workloads
-from lws_conformance.k8s import predicates as P
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import ClusterHandle, Scenario, workloads
+from lws_conformance.testing import predicates as P
+
+from . import kueue_helpers as K
 
 Obj = dict[str, Any]
 TAINT_PREFIX = "lwsc.x-k8s.io/"  # taint/toleration keys: lwsc.x-k8s.io/<unique>-<tag>, never on a real node

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import kueue_helpers as K
 import pytest
-import resource_helpers as R
 
-from lws_conformance import workloads
-from lws_conformance.claims import Claims
-from lws_conformance.providers.base import ClusterHandle
-from lws_conformance.scenario import Scenario
+from lws_conformance.testing import Claims, ClusterHandle, Scenario, workloads
+
+from . import kueue_helpers as K
+from . import resource_helpers as R
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
