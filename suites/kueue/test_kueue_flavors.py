@@ -232,8 +232,7 @@ def test_when_can_preempt_decides_between_preemption_and_the_next_flavor(
                 f"empty: {wrong}"
             )
     with claim("KUEUE-FUNGIBLE-002"):
-        listing: Any = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, low_uids["next"]))
-        wl = K.by_name(listing["items"]).get(low_wls["next"], {})
+        wl = K.by_name(K.workloads_of(scenario, low_uids["next"])).get(low_wls["next"], {})
         kept = R.pod_uids(scenario, "low-next") == lows["next"]
         assert kept and not R.was_preempted(wl), (
             f"whenCanPreempt TryNextFlavor (default) with room in {second}: the low-priority group was preempted "
@@ -308,8 +307,7 @@ def test_preference_orders_borrowing_against_preemption(
     low_uid = K.lws_uid(scenario, "low-borrow")
     low_wl = workloads.lws_workload_name("low-borrow", low_uid, 0)
     with claim("KUEUE-FUNGIBLE-003"):
-        listing: Any = scenario.custom.list_namespaced_custom_object(**K.workload_kwargs(scenario, low_uid))
-        wl = K.by_name(listing["items"]).get(low_wl, {})
+        wl = K.by_name(K.workloads_of(scenario, low_uid)).get(low_wl, {})
         kept = R.pod_uids(scenario, "low-borrow") == lows["borrow"]
         assert kept and wl and not R.was_preempted(wl), (
             f"preference BorrowingOverPreemption with room to borrow in {second}: the low-priority group was "
