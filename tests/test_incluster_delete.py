@@ -14,7 +14,10 @@ from lws_conformance.cli import main
     ("args", "needle"),
     [
         (["--timeout", "soon"], "--timeout 'soon': give seconds or a duration"),
-        (["--kubeconfig", "/nonexistent/kubeconfig"], "kubeconfig /nonexistent/kubeconfig does not exist"),
+        (
+            ["--kubeconfig", "/nonexistent/kubeconfig"],
+            "kubeconfig /nonexistent/kubeconfig (--kubeconfig) does not exist",
+        ),
         ([], "give --kubeconfig PATH (or set KUBECONFIG)"),
     ],
 )
