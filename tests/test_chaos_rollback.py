@@ -246,6 +246,26 @@ def test_control_fails_the_experiment_when_the_cluster_differs(monkeypatch: pyte
     assert any("cluster differs from before" in p for p in runner.problems(journal))
 
 
+def test_differences_in_what_lws_and_kueue_do_not_run_are_no_verdict() -> None:
+    """A node or a control-plane process changed after the experiment: the harness or the machine
+    failed (the test raises InfraError: error). LWS's or Kueue's own process stays a verdict."""
+    journal: Obj = {
+        "status": "failed",
+        "lwsc_state_diff": [
+            "process etcd.ready: True -> False",
+            "process kube-apiserver.ready: True -> False",
+            "node n1.capacity.cpu: '32' -> '1k'",
+            "process lws.ready: True -> False",
+            "process kueue: {'argv': ['kueue'], 'running': True, 'ready': True} -> <absent>",
+        ],
+    }
+    assert runner.infrastructure_differences(journal) == journal["lwsc_state_diff"][:3]
+    only_controllers = {"lwsc_state_diff": journal["lwsc_state_diff"][3:]}
+    assert runner.infrastructure_differences(only_controllers) == []
+    assert len([p for p in runner.problems(only_controllers) if "cluster differs" in p]) == 2
+    assert runner.infrastructure_differences({"status": "completed"}) == []
+
+
 def test_control_leaves_an_identical_cluster_s_journal_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     snap = {"nodes": {"n1": state.node_state(profile_node("n1"))}, "processes": {}}
     monkeypatch.setattr(control.capture, "snapshot", lambda kc: copy.deepcopy(snap))

@@ -86,6 +86,26 @@ def problems(journal: Journal) -> list[str]:
     return out
 
 
+# What the after-experiment comparison (`control`) checks that LWS and Kueue do not run: the
+# harness's fake nodes and the control plane's processes. One of them changed after the experiment
+# means a rollback or the machine failed (a process starved past its health check, a node object
+# re-created differently), not LWS or Kueue: no verdict. The controllers' own processes stay
+# verdicts (a controller that crashed on the fault broke a promise).
+CONTROLLER_PROCESSES = frozenset({"lws", "kueue"})
+
+
+def infrastructure_differences(journal: Journal) -> list[str]:
+    """The journal's after-experiment differences in nodes and control-plane processes (not LWS's
+    or Kueue's own process)."""
+    out = []
+    for d in journal.get("lwsc_state_diff") or []:
+        word, _, rest = d.partition(" ")
+        if word == "process" and rest.split(".", 1)[0].split(":", 1)[0] in CONTROLLER_PROCESSES:
+            continue
+        out.append(d)
+    return out
+
+
 def outputs(journal: Journal) -> dict[str, Any]:
     """Activity name -> output, for the method's activities (e.g. recovery seconds)."""
     return {item["activity"]["name"]: item.get("output") for item in journal.get("run") or []}

@@ -2,7 +2,9 @@
 
 Why: the same experiment files users run with `chaos run` are the conformance evidence. Each
 run writes its journal to `reports/chaos/<run-id>/<test>.journal.json`; a journal that is not
-"completed", deviated, or has a failed activity fails the test (`runner.problems`).
+"completed", deviated, or has a failed activity fails the test (`runner.problems`); a node or a
+control-plane process not as before the experiment is no verdict (`error`: the rollback or the
+machine failed, not LWS or Kueue; `runner.infrastructure_differences`).
 
 Pod-level experiments run on the shared cluster inside the test's namespace. Anything that stops
 a process or fails a node runs on this worker's private cluster (`private_scenario`), pinned to
@@ -22,6 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from lws_conformance.testing import (
     CHAOS_TOLERATION,
     POOL_LABEL,
+    InfraError,
     Scenario,
     actions,
     api_client,
@@ -58,6 +61,11 @@ def _run(sc: Scenario, exp: str | Obj, request: pytest.FixtureRequest, run_id: s
     for key in ("seconds-to-recover",):
         if isinstance(outputs.get(key), int | float):
             request.node.user_properties.append(("recovery_s", outputs[key]))
+    if infra := runner.infrastructure_differences(journal):
+        raise InfraError(
+            f"experiment {path}: the cluster under test is not as before the experiment, in what LWS and Kueue "
+            f"do not run (not an LWS/Kueue verdict): {infra} (journal: {journal_file})"
+        )
     problems = runner.problems(journal)
     assert not problems, f"experiment {path}: {problems} (journal: {journal_file})"
     assert not faults_pending(), f"faults left applied: {faults_pending()}"
