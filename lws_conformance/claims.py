@@ -135,9 +135,10 @@ class Claims:
                 done.failures.extend(failures_of(exc))
 
 
-# Set by the plugin for tests on the shared cluster: says why the cluster under test is broken
-# (a component process died), or None. A failure while it is broken is `error`, not a verdict.
-INFRA_BROKEN = pytest.StashKey[Callable[[], str | None]]()
+# Set by the plugin for tests on a cluster it can check: given a phase's start and end
+# (time.time()), says why the cluster under test was broken then (a component process died, or
+# it was starved of CPU), or None. A failure while it is broken is `error`, not a verdict.
+INFRA_BROKEN = pytest.StashKey[Callable[[float, float], str | None]]()
 
 
 @pytest.fixture
@@ -182,7 +183,7 @@ def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
     claims_only = isinstance(call.excinfo.value if call.excinfo else None, ClaimsFailed)
     broken: str | None = None
     if report.failed and INFRA_BROKEN in item.stash:
-        broken = item.stash[INFRA_BROKEN]()
+        broken = item.stash[INFRA_BROKEN](call.start, call.stop)
     whole = failures_of(call.excinfo.value) if raw == "failed" and call.excinfo and not claims_only else None
     unclaimed = _never_claimed(item)
     out = {}
@@ -199,7 +200,7 @@ def outcomes(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
             if rid not in unclaimed:
                 continue  # this case of the test claims other requirements; another case claims this one
             r, e, m, f = "error", "UnclaimedRequirement", unclaimed[rid], None
-        if r in ("failed", "error") and broken:  # name the dead component, whatever the failure looked like
+        if r in ("failed", "error") and broken:  # name the dead or starved component, whatever the failure looked like
             r, e, m = "error", "InfraError", f"{broken}\n\n{m}"
         out[rid] = verdicts.classify(rid, reqs[rid].level, r, m, e, versions, deviations.default(), item.nodeid, f)
     return out

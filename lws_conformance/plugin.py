@@ -15,7 +15,7 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,10 +31,9 @@ from .k8s.client import api_client
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
 from .k8s.wait import SCALE_ENV
 from .profile import Profile
-from .providers import existing
+from .providers import existing, health, sampler
 from .providers.base import ClusterHandle
 from .providers.components import state_root
-from .providers.health import dead_components
 from .providers.local import LocalCluster, claimed_cluster
 from .report import evidence, render, run_timeline, summary
 from .scenario import Scenario
@@ -406,8 +405,15 @@ def scenario(
     k8s: client.ApiClient, lwsc_cluster: ClusterHandle, namespace: str, objects: Objects, request: pytest.FixtureRequest
 ) -> Scenario:
     """The test's namespace, objects and self-explaining waits (see `lws_conformance.scenario`)."""
-    request.node.stash[claims.INFRA_BROKEN] = lambda: dead_components(lwsc_cluster)
+    request.node.stash[claims.INFRA_BROKEN] = _infra_check(lwsc_cluster)
     return Scenario(k8s, lwsc_cluster, namespace, objects, simulating=lambda: claims.mark_simulated(request.node))
+
+
+def _infra_check(handle: ClusterHandle) -> Callable[[float, float], str | None]:
+    """The test's `claims.INFRA_BROKEN`: a dead component, or CPU starvation in the failed phase's
+    window; this worker's sampler watches the cluster from here on."""
+    sampler.of_process().watch(handle)
+    return lambda start, stop: health.broken(handle, start, stop)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -639,8 +645,8 @@ def private_scenario(run_id: str, request: pytest.FixtureRequest) -> Iterator[Sc
         name = _create_namespace(api, run_id, request.node.nodeid)
         objects = Objects(api, run_id, name)
         request.node.stash[claims.RAN_ON] = claims.PRIVATE
-        # a component that died (not one the test stopped) makes the failures that follow errors
-        request.node.stash[claims.INFRA_BROKEN] = lambda: dead_components(handle)
+        # a component that died (not one the test stopped), or a starved cluster, makes its failures errors
+        request.node.stash[claims.INFRA_BROKEN] = _infra_check(handle)
         yield Scenario(api, handle, name, objects, simulating=lambda: claims.mark_simulated(request.node))
         objects.delete_created()
         _delete_namespace(api, name)

@@ -1,18 +1,29 @@
 """Is the cluster under test still whole? A component process that died (a crash, an OOM kill)
 turns the failures that follow into `error`s naming it: the infrastructure broke, LWS or Kueue
 broke no promise. Known for the local provider (its pid records) and for kind (its engine and node
-containers); other providers say nothing."""
+containers); other providers say nothing. A cluster starved of CPU during a test's window
+(`starvation`, from what `sampler` saw) is broken too."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from . import process
+from . import process, sampler, starvation
 from .base import ClusterHandle
 from .kind import node_docker
 
 BROKE = "InfraError: the cluster under test broke (not an LWS/Kueue verdict)"
+
+
+def broken(handle: ClusterHandle, start: float, stop: float) -> str | None:
+    """Why the cluster was broken between `start` and `stop` (time.time()): a dead component,
+    else CPU starvation in that window (when this process's sampler watched it); None if whole."""
+    dead = dead_components(handle)
+    if dead:
+        return dead
+    seen = sampler.starved(handle, start, stop)
+    return starvation.judge(seen) if seen is not None else None
 
 
 def dead_components(handle: ClusterHandle) -> str | None:
