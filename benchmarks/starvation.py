@@ -23,11 +23,14 @@ sit above every window of a passing test of the normal run and below the starved
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +40,7 @@ from lws_conformance.providers import process, sampler, starvation
 from lws_conformance.providers.local import LocalCluster
 
 ROOT = Path(__file__).resolve().parent.parent
-UNSCALED = starvation.Limits(starvation.COMPONENT_WAIT, starvation.CANARY, starvation.HARNESS_LAG)
+UNSCALED = starvation.Limits(starvation.FROZEN, starvation.CANARY, starvation.HARNESS_LAG)
 LWSC = [sys.executable, "-c", "import sys; from lws_conformance.cli import main; sys.exit(main())"]
 
 
@@ -53,6 +56,37 @@ def starve(cluster: LocalCluster) -> list[str]:
             subprocess.run(["chrt", "-a", "-i", "-p", "0", str(rec.pid)], check=True, capture_output=True)
             done.append(rec.name)
     return done
+
+
+class DutyCycle:
+    """SIGSTOP every component process for `stop` s, SIGCONT for `run` s, until ended: a cluster
+    that gets at most run/(stop+run) of the wall clock, without loading the machine."""
+
+    def __init__(self, pids: list[int], stop: float = 4.0, run: float = 1.0) -> None:
+        self.pids, self.stop, self.run = pids, stop, run
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        for pid in self.pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+
+    def _loop(self) -> None:
+        while not self.done.is_set():
+            self._signal(signal.SIGSTOP)
+            self.done.wait(self.stop)
+            self._signal(signal.SIGCONT)
+            self.done.wait(self.run)
+        self._signal(signal.SIGCONT)
+
+    def __enter__(self) -> DutyCycle:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.done.set()
+        self.thread.join()
 
 
 def one_run(
@@ -93,10 +127,8 @@ def one_run(
                 "lag": round(w.lag, 2),
                 "verdicts": verdicts.get(entry["nodeid"], {}),
                 "error_detail": details.get(entry["nodeid"], ""),
-                "judged": starvation.judge(
-                    w, starvation.Limits(starvation.COMPONENT_WAIT, starvation.CANARY, starvation.HARNESS_LAG)
-                )
-                is not None,
+                "frozen": {k: round(v, 2) for k, v in sorted(w.frozen.items())},
+                "judged": starvation.judge(w, UNSCALED) is not None,
             }
         )
     return {
@@ -118,7 +150,7 @@ def render(result: dict[str, Any]) -> str:
         f"# Starvation signals per test window ({result['date']})",
         "",
         f"Commit {result['commit']}, machine: {result['machine']}. Command: `{result['command']}`.",
-        f"Limits at timeouts.scale 1: component {starvation.COMPONENT_WAIT} s, canary {starvation.CANARY} s, "
+        f"Limits at timeouts.scale 1: frozen {starvation.FROZEN} s, canary {starvation.CANARY} s, "
         f"harness lag {starvation.HARNESS_LAG} s (`lws_conformance/providers/starvation.py`).",
         "",
     ]
@@ -128,8 +160,10 @@ def render(result: dict[str, Any]) -> str:
         lines += [
             f"## {label}: exit {run['exit']}, {run['wall']} s, load average before {run['load_before']}",
             "",
-            "| test | window s | most deprived component | its wait s | canary s | lag s | verdicts |",
-            "|---|---|---|---|---|---|---|",
+            "| test | window s | most deprived component | its run-queue wait s | frozen s | canary s | lag s "
+            "| starved "
+            "| verdicts |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for w in wins:
             counts: dict[str, int] = {}
@@ -138,7 +172,8 @@ def render(result: dict[str, Any]) -> str:
             said = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
             lines.append(
                 f"| {w['test'].split('::')[-1]} | {w['length']} | {w['component']} | {w['component_wait']} | "
-                f"{w['canary']} | {w['lag']} | {said} |"
+                f"{max((w.get('frozen') or {}).values(), default=0)} | {w['canary']} | {w['lag']} | "
+                f"{'yes' if w.get('judged') else 'no'} | {said} |"
             )
         if ok:
             lines += [
@@ -157,6 +192,13 @@ def main() -> int:
     ap.add_argument("-n", "--workers", type=int, default=2)
     ap.add_argument("--name", default="starve-bench")
     ap.add_argument("--skip-starved", action="store_true")
+    ap.add_argument("--skip-normal", action="store_true", help="keep the normal run of today's results JSON")
+    ap.add_argument(
+        "--freeze",
+        action="store_true",
+        help="starve by a duty cycle instead (SIGSTOP 4 s, SIGCONT 1 s, every component): the run `frozen`",
+    )
+    ap.add_argument("--starved-focus", help="the starved run's focus (default --focus): a starved run is slow")
     ap.add_argument("--render", type=Path, help="rewrite the .md of this results JSON")
     args = ap.parse_args()
     if args.render:
@@ -183,14 +225,23 @@ def main() -> int:
         "runs": {},
     }
     out = ROOT / "benchmarks" / "results" / f"starvation-{date}.json"
+    if args.skip_normal:
+        result["runs"] = json.loads(out.read_text())["runs"]
+        result["command"] += " --skip-normal"
     try:
-        result["runs"]["normal"] = one_run(args.name, watched, handle, args.focus, args.workers, reports / "normal")
-        out.write_text(json.dumps(result, indent=1))
-        if not args.skip_starved:
+        if not args.skip_normal:
+            result["runs"]["normal"] = one_run(args.name, watched, handle, args.focus, args.workers, reports / "normal")
+            out.write_text(json.dumps(result, indent=1))
+        focus = args.starved_focus or args.focus
+        result["starved_focus"] = focus
+        if args.freeze:
+            pids = [r.pid for r in cluster.records() if process.alive(r)]
+            with DutyCycle(pids):
+                result["runs"]["frozen"] = one_run(args.name, watched, handle, focus, args.workers, reports / "frozen")
+            out.write_text(json.dumps(result, indent=1))
+        elif not args.skip_starved:
             result["starved_components"] = starve(cluster)
-            result["runs"]["starved"] = one_run(
-                args.name, watched, handle, args.focus, args.workers, reports / "starved"
-            )
+            result["runs"]["starved"] = one_run(args.name, watched, handle, focus, args.workers, reports / "starved")
             out.write_text(json.dumps(result, indent=1))
     finally:
         lwsc(args.name, "down")
