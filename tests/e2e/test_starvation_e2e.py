@@ -7,8 +7,9 @@ cgroup or a stopped process leaves it) by this test, not by a fault hook (the ho
 stop in its pid record, which the detector leaves alone). LWS-NAME-001's pods then stay Pending
 past its 60 s wait, which would read as a MUST failure. SIGSTOP, not SCHED_IDLE: SCHED_IDLE
 starves a process only while the rest of the machine keeps every CPU busy, so on an idle runner
-the proof could not fail; a stopped process starves deterministically. The run-queue path is
-measured by benchmarks/starvation.py. That a genuine failure stays `failed` is proven by
+the proof could not fail; a stopped process starves deterministically. The canary and lag
+limits come from benchmarks/starvation.py, and the rule on each signal is unit-tested
+(tests/test_starvation.py). That a genuine failure stays `failed` is proven by
 test_failure_proofs.py's mutant and webhook proofs, on the same plugin.
 """
 
