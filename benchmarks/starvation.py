@@ -139,6 +139,21 @@ def one_run(
     }
 
 
+ABOUT = {
+    "normal": "the machine as loaded as it is; passing tests' windows bound the limits from below",
+    "starved": "every component process at SCHED_IDLE (runs only when no other process wants a CPU)",
+    "frozen": "every component process SIGSTOPped 4 s of every 5 (at most 20% of the wall clock)",
+}
+
+
+def starved_now(win: dict[str, Any]) -> bool:
+    """The window judged with today's limits (timeouts.scale 1) from its recorded figures."""
+    seen = starvation.Window(
+        win["length"], win.get("waits", {}), win.get("cpu", {}), win.get("frozen", {}), win["canary"], win["lag"]
+    )
+    return starvation.judge(seen, UNSCALED) is not None
+
+
 def passing(win: dict[str, Any]) -> bool:
     return bool(win["verdicts"]) and all(
         v in ("passed", "not-applicable", "known-deviation") for v in win["verdicts"].values()
@@ -149,7 +164,9 @@ def render(result: dict[str, Any]) -> str:
     lines = [
         f"# Starvation signals per test window ({result['date']})",
         "",
-        f"Commit {result['commit']}, machine: {result['machine']}. Command: `{result['command']}`.",
+        f"Commit {result['commit']}, machine: {result['machine']}. Commands: "
+        + "; ".join(f"`{c}`" for c in result.get("commands") or [result["command"]])
+        + ".",
         f"Limits at timeouts.scale 1: frozen {starvation.FROZEN} s, canary {starvation.CANARY} s, "
         f"harness lag {starvation.HARNESS_LAG} s (`lws_conformance/providers/starvation.py`).",
         "",
@@ -159,6 +176,8 @@ def render(result: dict[str, Any]) -> str:
         ok = [w for w in wins if passing(w)] if label == "normal" else wins
         lines += [
             f"## {label}: exit {run['exit']}, {run['wall']} s, load average before {run['load_before']}",
+            "",
+            ABOUT.get(label, ""),
             "",
             "| test | window s | most deprived component | its run-queue wait s | frozen s | canary s | lag s "
             "| starved "
@@ -173,7 +192,7 @@ def render(result: dict[str, Any]) -> str:
             lines.append(
                 f"| {w['test'].split('::')[-1]} | {w['length']} | {w['component']} | {w['component_wait']} | "
                 f"{max((w.get('frozen') or {}).values(), default=0)} | {w['canary']} | {w['lag']} | "
-                f"{'yes' if w.get('judged') else 'no'} | {said} |"
+                f"{'yes' if starved_now(w) else 'no'} | {said} |"
             )
         if ok:
             lines += [
@@ -183,7 +202,8 @@ def render(result: dict[str, Any]) -> str:
                 f"lag {max(w['lag'] for w in ok)} s; minima: component wait {min(w['component_wait'] for w in ok)} s.",
             ]
         lines.append("")
-    return "\n".join(lines)
+    lines += [f"- {note}" for note in result.get("notes", [])]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
