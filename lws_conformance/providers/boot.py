@@ -47,6 +47,21 @@ DEFAULT_STORAGE_CLASS = {
     "reclaimPolicy": "Delete",
     "volumeBindingMode": "Immediate",
 }
+# The controllers KCM runs: only those whose work a suite, the harness or a project test reads on
+# this provider (kind runs its own KCM with every default controller). Each with what needs it:
+KCM_CONTROLLERS = (
+    "statefulset-controller",  # LWS's leader and worker StatefulSets make every pod
+    "garbage-collector-controller",  # ownerReferences: a deleted LWS, group or StatefulSet takes its pods,
+    # StatefulSets, Services, claims (LWS-VOL-*) and Kueue Workloads with it
+    "namespace-controller",  # a test's namespace, and all it holds, goes at its end (and at `lwsc down` of a kept run)
+    "serviceaccount-controller",  # "default" ServiceAccount of every namespace: admission refuses pods without it
+    "node-lifecycle-controller",  # a silent node turns NotReady and unreachable-tainted (CHAOS-NODE-*, node faults)
+    "taint-eviction-controller",  # pods leave a NoExecute-tainted node (node loss, TAS taint tests)
+    "pod-garbage-collector-controller",  # pods of a deleted node are collected (CHAOS-NODE-001..003)
+    "persistentvolume-binder-controller",  # claims bind to hostPath PVs (LWS-VOL-*, ROLL restarts with claims)
+    "persistentvolumeclaim-protection-controller",  # a deleted claim's finalizer is lifted (whenScaled Delete)
+    "persistentvolume-protection-controller",  # a released PV's finalizer is lifted (reclaimPolicy Delete)
+)
 # Replaces kwok's pod-delete stage (why: in the file).
 POD_DELETE_STAGE = resources.fixtures() / "kwok" / "pod-delete.yaml"
 CAPABILITIES = frozenset({"stop-controller", "restart-apiserver", "node-failure", "pod-status-faults"})
@@ -235,7 +250,7 @@ class BootSequence(ClusterState):
                 f"--etcd-servers=http://127.0.0.1:{self.port('etcd')}",
                 "--etcd-prefix=/registry",
                 "--allow-privileged=true",
-                "--authorization-mode=Node,RBAC",
+                "--authorization-mode=RBAC",  # no Node authorizer: no kubelet runs (kwok's nodes use the admin cert)
                 "--bind-address=127.0.0.1",
                 f"--secure-port={self.port('kube-apiserver')}",
                 "--advertise-address=127.0.0.1",
@@ -283,6 +298,7 @@ class BootSequence(ClusterState):
                 "--concurrent-statefulset-syncs=10",
                 "--concurrent-gc-syncs=30",
                 "--enable-hostpath-provisioner",  # PVs for the default StorageClass (DEFAULT_STORAGE_CLASS)
+                f"--controllers={','.join(KCM_CONTROLLERS)}",
             ],
         )
         sched = self._launch(

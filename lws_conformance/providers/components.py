@@ -44,6 +44,22 @@ PORT_OFFSETS = {
 }
 
 
+# The Go runtime's garbage collector per component: GOGC 400 (a collection when the heap has grown
+# by 4x its live size, not the default 1x) under a soft GOMEMLIMIT, past which Go collects as
+# needed whatever GOGC says: a cluster lives minutes and idles at ~1 GiB of 24, so memory is
+# traded for CPU (measured: docs/performance.md). A GOGC or GOMEMLIMIT in lwsc's own environment
+# wins (to measure other settings, or to spare memory).
+GO_GC = "400"
+GO_MEMORY_LIMIT = {
+    "etcd": "512MiB",
+    "kube-apiserver": "2GiB",
+    "kube-controller-manager": "512MiB",
+    "kube-scheduler": "384MiB",
+    "kwok": "384MiB",
+    "lws": "384MiB",
+    "kueue": "512MiB",
+}
+
 COVERAGE_MARK = "coverage"  # in the state directory: the GOCOVERDIR of its instrumented controllers
 COVERAGE_GRACE = 30.0  # seconds an instrumented controller gets to stop and write its counters
 
@@ -164,7 +180,13 @@ class ClusterState:
         argv_dir = self.dir / "argv"
         argv_dir.mkdir(parents=True, exist_ok=True)
         (argv_dir / f"{name}.yaml").write_text(yaml.safe_dump(argv))
-        return process.start(name, argv, self.log(name), self.pid_dir, env=self.coverage_env(name, profile))
+        return process.start(name, argv, self.log(name), self.pid_dir, env=self.process_env(name, profile))
+
+    def process_env(self, component: str, profile: Profile | None = None) -> dict[str, str]:
+        """The environment `component` starts with beyond lwsc's own: its Go GC settings (`GO_GC`,
+        `GO_MEMORY_LIMIT`) unless lwsc's environment sets them, and `coverage_env`."""
+        go = {"GOGC": GO_GC, "GOMEMLIMIT": GO_MEMORY_LIMIT.get(component, "")}
+        return {k: v for k, v in go.items() if v and k not in os.environ} | self.coverage_env(component, profile)
 
     def coverage_env(self, component: str, profile: Profile | None = None) -> dict[str, str]:
         """GOCOVERDIR for a coverage-instrumented controller (of `profile`, default this cluster's);

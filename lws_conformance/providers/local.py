@@ -129,7 +129,7 @@ class LocalCluster(BootSequence):
         """Fault hook: restart a component stopped by `stop_component`, with its saved argv."""
         argv_file = self.dir / "argv" / f"{component}.yaml"
         argv = yaml.safe_load(argv_file.read_text())
-        rec = process.start(component, argv, self.log(component), self.pid_dir, env=self.coverage_env(component))
+        rec = process.start(component, argv, self.log(component), self.pid_dir, env=self.process_env(component))
         deadline = time.monotonic() + self.profile.ready_seconds
         self._wait_component(rec, deadline)
         if component == "kube-apiserver":
