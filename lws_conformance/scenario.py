@@ -13,9 +13,8 @@ from typing import Any
 from kubernetes import client
 
 from .k8s import predicates as P
-from .k8s.client import to_dict
 from .k8s.objects import API_VERSIONS, CLUSTER_SCOPED, CLUSTER_SCOPED_READ, Objects, gvp
-from .k8s.wait import Predicate, observe, wait_for
+from .k8s.wait import Predicate, observe, raw_body, wait_for
 from .providers.base import ClusterHandle
 
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
@@ -136,31 +135,35 @@ class Scenario:
         return lws
 
     def pods(self, selector: str | None = None) -> list[Obj]:
-        resp = self.core.list_namespaced_pod(self.namespace, label_selector=selector or "")
-        return [self._typed(p, "Pod") for p in resp.items]
+        return self._items(self.core.list_namespaced_pod, "Pod", label_selector=selector or "")
 
     def statefulsets(self) -> list[Obj]:
-        return [self._typed(s, "StatefulSet") for s in self.apps.list_namespaced_stateful_set(self.namespace).items]
+        return self._items(self.apps.list_namespaced_stateful_set, "StatefulSet")
 
     def services(self) -> list[Obj]:
-        return [self._typed(s, "Service") for s in self.core.list_namespaced_service(self.namespace).items]
+        return self._items(self.core.list_namespaced_service, "Service")
 
     def revisions(self) -> list[Obj]:
-        items = self.apps.list_namespaced_controller_revision(self.namespace).items
-        return [self._typed(r, "ControllerRevision") for r in items]
+        return self._items(self.apps.list_namespaced_controller_revision, "ControllerRevision")
 
     def events(self) -> list[Obj]:
-        return [self._typed(e, "Event") for e in self.core.list_namespaced_event(self.namespace).items]
+        return self._items(self.core.list_namespaced_event, "Event")
 
-    def _typed(self, obj: Any, kind: str) -> Obj:
-        d = to_dict(self.api, obj)
-        d.setdefault("kind", kind)
-        return d
+    def _items(self, list_fn: Any, kind: str, **kwargs: Any) -> list[Obj]:
+        """The namespace's objects of one list call, as the raw JSON dicts the waits see (`k8s.wait`)."""
+        items = raw_body(self.api, list_fn(self.namespace, _preload_content=False, **kwargs)).get("items") or []
+        for item in items:
+            item.setdefault("kind", kind)
+        return list(items)
 
     # -- waits ---------------------------------------------------------------------------
     def diagnose(self) -> str:
-        events = self.core.list_namespaced_event(self.namespace).items[-12:]
-        ev = "\n  ".join(f"{e.involved_object.kind}/{e.involved_object.name} {e.reason}: {e.message}" for e in events)
+        events = self.events()[-12:]
+        ev = "\n  ".join(
+            f"{(e.get('involvedObject') or {}).get('kind')}/{(e.get('involvedObject') or {}).get('name')} "
+            f"{e.get('reason')}: {e.get('message')}"
+            for e in events
+        )
         logs = ", ".join(f"{k}: {v}" for k, v in sorted(self.cluster.logs.items()) if k in ("lws", "kueue"))
         return f"recent events in {self.namespace}:\n  {ev or 'none'}\ncontroller logs: {logs or 'n/a'}"
 
@@ -182,7 +185,7 @@ class Scenario:
 
     def node_labels(self) -> dict[str, dict[str, str]]:
         """Node name -> its labels, for every node of the cluster."""
-        nodes = to_dict(self.api, self.core.list_node())["items"]
+        nodes = raw_body(self.api, self.core.list_node(_preload_content=False))["items"]
         return {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in nodes}
 
     def wait_pods(self, predicate: Predicate, condition: str, timeout: float = 60, selector: str = "") -> Any:
@@ -279,7 +282,8 @@ class Scenario:
         """Every object of `kind` (in the test's namespace, or `namespace`, unless cluster-scoped)
         matching the label `selector` (and `field_selector`), as plain dicts with their `kind`."""
         list_fn, kwargs = self.lister(kind, selector, namespace, field_selector)
-        return [{**item, "kind": item.get("kind") or kind} for item in to_dict(self.api, list_fn(**kwargs))["items"]]
+        items = raw_body(self.api, list_fn(**kwargs, _preload_content=False)).get("items") or []
+        return [{**item, "kind": item.get("kind") or kind} for item in items]
 
     def wait_objects(
         self,

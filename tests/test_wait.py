@@ -118,3 +118,67 @@ def test_timeouts_scale_stretches_deadlines_and_windows(monkeypatch: pytest.Monk
         wait.wait_for(None, s.list_fn, running, what="x", condition="y", timeout=0.3)  # type: ignore[arg-type]
     monkeypatch.setenv(wait.SCALE_ENV, "not-a-number")
     assert wait.scale() == 1.0
+
+
+class RawResponse:
+    """What a list call answers with `_preload_content=False`: the server's bytes."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        import json
+
+        self.data = json.dumps(body).encode()
+
+
+def test_lists_are_read_as_raw_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The list is asked for the server's bytes (no typed models) and parsed as JSON."""
+    s = Script([[obj("a", "Running")]], [])
+    asked: list[dict[str, Any]] = []
+
+    def list_fn(**kw: Any) -> RawResponse:
+        asked.append(kw)
+        return RawResponse(s.list_fn())
+
+    monkeypatch.setattr(wait.watch, "Watch", s.watch_class())
+    got = wait.wait_for(None, list_fn, lambda objs: objs, what="pods", condition="any", timeout=5, namespace="ns")  # type: ignore[arg-type]
+    assert asked == [{"_preload_content": False, "namespace": "ns"}]
+    assert got == [obj("a", "Running")]
+
+
+def test_the_watch_hands_out_raw_events() -> None:
+    """The watch gets the list function without its return type, so the client parses each event's
+    JSON and builds no model (it finds the model from the function's signature and docstring)."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(client.ApiClient())
+    assert wait.watch.Watch().get_return_type(core.list_namespaced_pod) is client.V1Pod
+    assert not wait.watch.Watch().get_return_type(wait._raw_watch_fn(core.list_namespaced_pod))
+    event = wait.watch.Watch().unmarshal_event('{"type": "ADDED", "object": {"kind": "Pod"}}', "")
+    assert event["object"] == event["raw_object"] == {"kind": "Pod"}
+
+
+def test_raw_body_takes_dicts_raw_responses_and_typed_models() -> None:
+    from kubernetes import client
+
+    api = client.ApiClient()
+    assert wait.raw_body(api, {"items": []}) == {"items": []}
+    assert wait.raw_body(api, RawResponse({"items": [{"a": 1}]})) == {"items": [{"a": 1}]}
+    typed = client.V1PodList(items=[client.V1Pod(metadata=client.V1ObjectMeta(name="p"))])
+    assert wait.raw_body(api, typed) == {"items": [{"metadata": {"name": "p"}}]}
+
+
+def test_scenario_lists_read_raw_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scenario's list helpers ask for raw responses too, and name each item's kind."""
+    from kubernetes import client
+
+    from lws_conformance.scenario import Scenario
+
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    def list_pods(_self: Any, namespace: str, **kw: Any) -> RawResponse:
+        asked.append((namespace, kw))
+        return RawResponse({"items": [{"metadata": {"name": "p", "creationTimestamp": "2026-01-01T00:00:00Z"}}]})
+
+    monkeypatch.setattr(client.CoreV1Api, "list_namespaced_pod", list_pods)
+    sc = Scenario(client.ApiClient(), None, "ns", None)  # type: ignore[arg-type]
+    assert sc.pods("a=b") == [{"kind": "Pod", "metadata": {"name": "p", "creationTimestamp": "2026-01-01T00:00:00Z"}}]
+    assert asked == [("ns", {"_preload_content": False, "label_selector": "a=b"})]
