@@ -4,6 +4,12 @@ Following kwokctl's model, the admin certificate (O=system:masters) is the apise
 cert, every client's cert, the service-account signing key and the webhook servers' cert. It
 carries an IP SAN for 127.0.0.1 because the apiserver dials webhooks by IP URL, and Go verifies
 an IP host against IP SANs only. Local-only material: never copied into reports.
+
+Keys are ECDSA P-256 (`KEY_TYPE`), not RSA-2048: every TLS handshake (each watch connection of
+the harness and the controllers) signs with the server's key and, for client certificates, the
+client's, and a P-256 signature costs a small fraction of an RSA-2048 one. Every consumer (the
+API server's serving and service-account keys, KCM's token signer, webhook servers, kubectl,
+client-go and Python clients) takes ECDSA.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 DNS_NAMES = (
@@ -49,11 +55,14 @@ class Pki:
         return min(c.not_valid_after_utc for c in certs)
 
 
-def _key() -> rsa.RSAPrivateKey:
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+KEY_TYPE = "ecdsa-p256"  # part of a provisioned-state snapshot's key (the snapshot stores the PKI)
 
 
-def _pem_key(key: rsa.RSAPrivateKey) -> bytes:
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.TraditionalOpenSSL,
@@ -80,7 +89,7 @@ def generate(directory: Path, days: int = 365) -> Pki:
             x509.KeyUsage(
                 digital_signature=True,
                 content_commitment=False,
-                key_encipherment=True,
+                key_encipherment=False,
                 data_encipherment=False,
                 key_agreement=False,
                 key_cert_sign=True,
