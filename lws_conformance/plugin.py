@@ -28,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 from . import claims, images, provenance, resources, shards, verdicts
 from .errors import LwscError, UserError
 from .k8s.client import api_client
+from .k8s.logs import lines_since
 from .k8s.objects import RUN_LABEL, Objects, sweep_run
 from .k8s.wait import SCALE_ENV
 from .profile import Profile
@@ -745,6 +746,7 @@ def attach_failure_evidence(sc: Scenario) -> None:
         allure.attach(body, f"{title} in {sc.namespace}", allure.attachment_type.JSON)
     for component in ("lws", "kueue"):
         path = sc.cluster.logs.get(component)
-        if path and Path(path).is_file():
-            tail = Path(path).read_text(errors="replace").splitlines()[-200:]
-            allure.attach("\n".join(tail), f"{component} controller log (tail)", allure.attachment_type.TEXT)
+        if path and Path(path).is_file():  # what the controller wrote since the test began, not the whole log
+            tail = lines_since(path, sc.log_offsets.get(component, 0))
+            title = f"{component} controller log since the test began (last 200 lines)"
+            allure.attach("\n".join(tail), title, allure.attachment_type.TEXT)

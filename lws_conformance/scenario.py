@@ -13,6 +13,7 @@ from typing import Any
 from kubernetes import client
 
 from .k8s import predicates as P
+from .k8s.logs import file_size
 from .k8s.objects import API_VERSIONS, CLUSTER_SCOPED, CLUSTER_SCOPED_READ, Objects, gvp
 from .k8s.wait import Predicate, observe, raw_body, wait_for
 from .providers.base import ClusterHandle
@@ -58,6 +59,14 @@ class Scenario:
     # called when the test simulates the kubelet (`require_simulated_kubelet`): the plugin marks
     # where it ran "simulated kubelet"
     simulating: Callable[[], None] | None = None
+    # byte offset of each local controller's log when the test began: evidence reads from there
+    log_offsets: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        logs = getattr(self.cluster, "logs", None) or {}
+        for component in ("lws", "kueue"):
+            if component in logs and component not in self.log_offsets:
+                self.log_offsets[component] = file_size(logs[component])
 
     # -- clients -------------------------------------------------------------------------
     @property

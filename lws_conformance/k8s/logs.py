@@ -1,5 +1,6 @@
 """Controllers' and pods' logs: a pod's log read as the container writes it (the API server's
-follow stream, one deadline), and the records of a controller's JSON log file."""
+follow stream, one deadline), the records of a controller's JSON log file, and the last lines of a
+local controller's log file after an offset."""
 
 from __future__ import annotations
 
@@ -41,16 +42,19 @@ def wait_pod_log(
     raise InfraError(f"pod {namespace}/{pod} log: no line with {needles!r} within {timeout:.0f}s; last: {last[:300]}")
 
 
-def json_log_records(path: str | Path | None, msg: str) -> list[dict[str, Any]] | None:
+def json_log_records(path: str | Path | None, msg: str, offset: int = 0) -> list[dict[str, Any]] | None:
     """The records of a controller's JSON log (controller-runtime's zap production encoder: one
     JSON object a line) whose "msg" is `msg`, in the order written; None when there is no log to
     read (no path, or no such file: a provider whose controllers log elsewhere). Lines that are
-    not JSON objects are skipped."""
+    not JSON objects are skipped. From byte `offset` on (e.g. `Scenario.log_offsets`: what was
+    logged since the test began), so a long run's log is not read whole."""
     if not path or not Path(path).is_file():
         return None
     out: list[dict[str, Any]] = []
-    with Path(path).open(errors="replace") as fh:
-        for line in fh:
+    with Path(path).open("rb") as fh:
+        fh.seek(offset)
+        for raw in fh:
+            line = raw.decode(errors="replace")
             if msg not in line:
                 continue
             try:
@@ -60,3 +64,28 @@ def json_log_records(path: str | Path | None, msg: str) -> list[dict[str, Any]] 
             if isinstance(record, dict) and record.get("msg") == msg:
                 out.append(record)
     return out
+
+
+TAIL_BYTES = 1 << 20  # at most the last MiB of what came after the offset is read
+
+
+def file_size(path: str | Path | None) -> int:
+    """The size of the file at `path` now (0 if there is none): an offset for `lines_since`."""
+    try:
+        return Path(path).stat().st_size if path else 0
+    except OSError:
+        return 0
+
+
+def lines_since(path: str | Path, offset: int, lines: int = 200) -> list[str]:
+    """The last `lines` lines a process wrote to the log at `path` after byte `offset` (e.g. since
+    a test started), reading no more than `TAIL_BYTES` of it, never the whole log."""
+    with Path(path).open("rb") as fh:
+        size = fh.seek(0, 2)
+        start = max(offset, size - TAIL_BYTES)
+        cut = start > offset  # begun inside what came after the offset: maybe mid-line
+        fh.seek(start - 1 if cut else start)
+        data = fh.read()
+    if cut:  # from the byte before `start`: drop it with the rest of a line begun before `start`
+        data = data[data.index(b"\n") + 1 :] if b"\n" in data else b""
+    return data.decode(errors="replace").splitlines()[-lines:]
