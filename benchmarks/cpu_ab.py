@@ -81,6 +81,8 @@ class TreeSampler(threading.Thread):
         self.root, self.cluster, self.stop = root, cluster, threading.Event()
         self.mine: dict[tuple[int, int], tuple[str, float]] = {}  # (pid, start) -> (program, CPU at last sample)
         self.first: dict[tuple[int, int], float] = {}
+        self.rss_peak: dict[str, float] = {}  # program -> its largest resident set seen (MiB, over its processes)
+        self.rss_peak_main = 0.0  # the largest sum over the main cluster's processes seen at one sample
 
     def _program(self, pid: int, comm: str) -> str:
         if comm.startswith("python"):
@@ -101,6 +103,7 @@ class TreeSampler(threading.Thread):
             new = {pid for pid, (ppid, *_rest) in procs.items() if ppid in ours and pid not in ours}
             ours |= new
             grew = bool(new)
+        rss: dict[str, float] = {}
         for pid in ours:
             if pid not in procs:
                 continue
@@ -111,6 +114,15 @@ class TreeSampler(threading.Thread):
                 self.mine[key] = (self._program(pid, comm), cpu)
             else:
                 self.mine[key] = (self.mine[key][0], cpu)
+            try:
+                pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            prog = self.mine[key][0]
+            rss[prog] = rss.get(prog, 0.0) + pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+        for prog, mib in rss.items():
+            self.rss_peak[prog] = max(self.rss_peak.get(prog, 0.0), mib)
+        self.rss_peak_main = max(self.rss_peak_main, sum(v for k, v in rss.items() if k.endswith("(main)")))
 
     def run(self) -> None:
         while not self.stop.wait(0.5):
@@ -128,6 +140,7 @@ def one_run(v: Variant, name: str, focus: str, workers: int, reports: Path, extr
            "-n", str(workers), "--reports", str(reports), *extra]  # fmt: skip
     load0 = os.getloadavg()
     wall0 = time.monotonic()
+    reports.parent.mkdir(parents=True, exist_ok=True)
     with open(reports.with_suffix(".log"), "w") as log:
         proc = subprocess.Popen(cmd, cwd=v.tree, env={**os.environ, **v.env}, stdout=log, stderr=subprocess.STDOUT)
     sampler = TreeSampler(proc.pid, name)
@@ -146,6 +159,8 @@ def one_run(v: Variant, name: str, focus: str, workers: int, reports: Path, extr
         "load_before": round(load0[0], 2),
         "load_after": round(os.getloadavg()[0], 2),
         "cpu_by_program_s": sampler.by_program(),
+        "rss_peak_main_mib": round(sampler.rss_peak_main),
+        "rss_peak_by_program_mib": {k: round(v) for k, v in sorted(sampler.rss_peak.items()) if v >= 1},
         "run": str(run.relative_to(ROOT)) if run.is_relative_to(ROOT) else str(run),
         "tests": summary.get("totals", {}),
         "verdicts": {r["id"]: r["verdict"] for r in summary.get("requirements", [])},
@@ -160,9 +175,9 @@ def write(stem: Path, meta: dict[str, Any], runs: list[dict[str, Any]], labels: 
         "Variants: " + "; ".join(f"**{k}** = {d}" for k, d in meta["variants"].items()),
         "",
         "| variant | runs | CPU-seconds, median (range) | vs first variant (median ratio of the rounds) "
-        "| wall, median "
+        "| wall, median | main cluster's peak RSS, median "
         "| load average during (range) | exits | verdicts differing from the first variant's in the round |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     rounds: dict[int, dict[str, dict[str, Any]]] = {}
     for r in runs:
@@ -180,6 +195,7 @@ def write(stem: Path, meta: dict[str, Any], runs: list[dict[str, Any]], labels: 
         lines.append(
             f"| {label} | {len(mine)} | {statistics.median(cpus):.0f} s ({min(cpus):.0f}-{max(cpus):.0f}) | "
             f"{statistics.median(ratios):.2f} | {statistics.median(r['wall_s'] for r in mine):.0f} s | "
+            f"{statistics.median(r.get('rss_peak_main_mib', 0) for r in mine):.0f} MiB | "
             f"{min(loads):.1f}-{max(loads):.1f} | {', '.join(str(r['exit']) for r in mine)} | "
             f"{', '.join(diffs) or 'none'} |"
         )
@@ -198,15 +214,22 @@ def write(stem: Path, meta: dict[str, Any], runs: list[dict[str, Any]], labels: 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--variant", action="append", required=True, help="LABEL=TREE[:KEY=VALUE,...]; the first is the baseline"
+        "--variant", action="append", default=[], help="LABEL=TREE[:KEY=VALUE,...]; the first is the baseline"
     )
-    ap.add_argument("--focus", required=True)
+    ap.add_argument("--render", metavar="RESULTS.json", type=Path, help="rewrite a results file's Markdown")
+    ap.add_argument("--focus")
     ap.add_argument("-n", "--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--name", default="perf-ab", help="the local cluster's name")
     ap.add_argument("--out", default=None, help="results stem (default benchmarks/results/cpu-ab-<date>)")
     ap.add_argument("extra", nargs="*", help="more `lwsc run` arguments (after --)")
     args = ap.parse_args()
+    if args.render:
+        doc = json.loads(args.render.read_text())
+        write(args.render.with_suffix(""), doc, doc.pop("runs"), list(doc["variants"]))
+        return
+    if not args.variant or not args.focus:
+        ap.error("--variant (at least one) and --focus are required")
     variants = [Variant.parse(t) for t in args.variant]
     stamp = time.strftime("%Y-%m-%d-%H%M")
     stem = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"cpu-ab-{stamp}"

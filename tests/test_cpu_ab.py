@@ -1,0 +1,37 @@
+"""benchmarks/cpu_ab.py: variants, and CPU charged to one process tree only."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("cpu_ab", ROOT / "benchmarks" / "cpu_ab.py")
+assert _spec and _spec.loader
+cpu_ab = importlib.util.module_from_spec(_spec)
+sys.modules["cpu_ab"] = cpu_ab
+_spec.loader.exec_module(cpu_ab)
+
+
+def test_a_variant_is_a_tree_and_settings(tmp_path: Path) -> None:
+    v = cpu_ab.Variant.parse(f"gc100={tmp_path}:GOGC=100,GOMEMLIMIT=off")
+    assert (v.label, v.tree, v.env) == ("gc100", tmp_path, {"GOGC": "100", "GOMEMLIMIT": "off"})
+    assert cpu_ab.Variant.parse(f"new={tmp_path}").env == {}
+
+
+def test_the_sampler_charges_the_tree_and_not_a_neighbour() -> None:
+    """A busy grandchild counts; a busy process outside the tree does not."""
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass\ntime.sleep(0.5)"
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {spin!r}])"
+    tree = subprocess.Popen([sys.executable, "-c", parent])
+    neighbour = subprocess.Popen([sys.executable, "-c", spin])
+    sampler = cpu_ab.TreeSampler(tree.pid, "x")
+    while tree.poll() is None:
+        sampler.sample()
+        time.sleep(0.05)
+    neighbour.wait()
+    used = sampler.by_program().get("python", 0.0)
+    assert 0.4 <= used < 1.0, used
