@@ -460,6 +460,36 @@ def test_group_consistency_on_a_recorded_stale_leader_rebuild() -> None:
     ]
 
 
+def test_group_consistency_on_a_recorded_stale_leader_in_a_rolling_update() -> None:
+    """Recorded from LWS v0.9.0 at load 12 (cpu_ab, a rolling-update matrix case, r3-default-none):
+    group 0's old leader was deleted by the update (rv 1690), garbage collection removed its worker
+    StatefulSet (rv 1693), and LWS wrote a new one owned by the deleted leader at the old revision
+    (rv 1707) next to the new leader (rv 1698), deleted again by garbage collection (rv 1711) before
+    it made a worker. The listed race matches it in the tests it names, and only there."""
+    events = Timeline.load(DATA / "rollout-r3-stale-leader.timeline.json").ordered()
+    found = invariants.group_consistency(events)
+    assert [(v.event, v.message) for v in found] == [(
+        "ADDED StatefulSet/ru-0",
+        "worker StatefulSet written for leader pod a563ae16-16f5-4c1d-8197-64dcf089a4ce after its deletion "
+        "(rv 1690): at revision f565d6f78, the live leader ru-0 at 6d557f4b5b; in 1 of 3 replaced leader pods "
+        "(none was written after the deletion of the other 2)")]
+    dev = {d.id: d for d in deviations.load()}["lws-stale-leader-sts"]
+    message = found[0].describe() + "\ntimeline: t.json\npicture: t.svg"
+    assert dev.matches("AssertionError", message)
+    suite = "suites/rollout/test_rolling_update.py::"
+    assert dev.expected_in(suite + "test_rolling_update_matrix[r3-default-none]")
+    assert dev.expected_in(suite + "test_group_never_serves_two_revisions_at_once")
+    assert not dev.expected_in(suite + "test_partition_holds_lower_groups_until_lowered")
+    # without its cause (a worker StatefulSet of the live leader at the old revision) it is a failure
+    rk = [e for e in events if e.kind == "StatefulSet" and e.obj.get("uid") == "4cdc42a8-6e46-479b-85a4-b1c7b3c6be15"]
+    assert rk and all(str(e.obj["owner"]).endswith("a563ae16-16f5-4c1d-8197-64dcf089a4ce") for e in rk)
+    for e in rk:
+        e.obj["owner"] = "Pod/ru-0/e328b255-1d84-4ae4-82f9-3d6d0dc28162"  # the live leader's uid
+    live = invariants.group_consistency(events)
+    assert [v.message for v in live] == ["worker StatefulSet at revision f565d6f78, its leader pod at 6d557f4b5b"]
+    assert not dev.matches("AssertionError", live[0].describe() + "\ntimeline: t.json\npicture: t.svg")
+
+
 def test_group_count_bound_catches_a_group_beyond_surge() -> None:
     s = created(2, ms=0)
     s.up(2, "a")  # a third live group with replicas 2, maxSurge 0
@@ -906,6 +936,11 @@ FIRST_VIOLATIONS = {  # per recorded timeline, each invariant's first violation:
         "group-atomicity": (85, "MODIFIED Pod/rk-1-1"),
         "group-consistency": (68, "ADDED StatefulSet/rk-1"),
         "condition-pairing": (55, "MODIFIED LeaderWorkerSet/rk"),
+    },
+    "rollout-r3-stale-leader.timeline.json": {
+        "group-atomicity": (62, "MODIFIED Pod/ru-2"),
+        "group-consistency": (116, "ADDED StatefulSet/ru-0"),
+        "condition-pairing": (47, "MODIFIED LeaderWorkerSet/ru"),
     },
     "rollout-v0.9.0-r2-ms4.timeline.json": {
         "group-atomicity": (62, "MODIFIED Pod/ru-1"),
