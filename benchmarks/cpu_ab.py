@@ -1,10 +1,10 @@
-"""A/B the CPU cost of a focused `lwsc run` between harness trees and settings, on a shared machine.
+"""A/B the CPU cost of an `lwsc run` (focused, or the full run) between harness trees and settings, on a shared machine.
 
 Run: .venv/bin/python benchmarks/cpu_ab.py --variant base=/path/to/old/tree --variant new=. \
          [--variant gc100=.:GOGC=100,GOMEMLIMIT=off] --focus "LWS-NAME or ROLL-SURGE" -n 2 --rounds 3
 Each variant is a harness tree (its root: its `lws_conformance` package is imported from there)
 and environment settings for `lwsc`. Every round runs every variant once, in an order rotated from
-round to round (A B C, B C A, ...), each as one whole `lwsc --name NAME run --focus F -n N`
+round to round (A B C, B C A, ...), each as one whole `lwsc --name NAME run [--focus F] -n N`
 (bring-up from cached binaries and snapshots, the tests, reports, down) under `nice -n 10`. Before
 the first round every variant brings the cluster up and down once, unmeasured (a new snapshot
 key provisions then).
@@ -135,8 +135,9 @@ class TreeSampler(threading.Thread):
         return {k: round(v, 1) for k, v in sorted(totals.items(), key=lambda kv: -kv[1]) if v >= 0.1}
 
 
-def one_run(v: Variant, name: str, focus: str, workers: int, reports: Path, extra: list[str]) -> dict[str, Any]:
-    cmd = ["nice", "-n", "10", sys.executable, "-c", MAIN, "--name", name, "run", "--focus", focus,
+def one_run(v: Variant, name: str, focus: str | None, workers: int, reports: Path, extra: list[str]) -> dict[str, Any]:
+    selection = ["--focus", focus] if focus else []  # no focus: the full run
+    cmd = ["nice", "-n", "10", sys.executable, "-c", MAIN, "--name", name, "run", *selection,
            "-n", str(workers), "--reports", str(reports), *extra]  # fmt: skip
     load0 = os.getloadavg()
     wall0 = time.monotonic()
@@ -167,10 +168,14 @@ def one_run(v: Variant, name: str, focus: str, workers: int, reports: Path, extr
     }
 
 
+def _focus_arg(focus: str | None) -> str:
+    return f' --focus "{focus}"' if focus else ""  # none: the full run
+
+
 def write(stem: Path, meta: dict[str, Any], runs: list[dict[str, Any]], labels: list[str]) -> None:
     stem.with_suffix(".json").write_text(json.dumps({**meta, "runs": runs}, indent=1) + "\n")
     lines = [
-        f'# CPU A/B of `lwsc run --focus "{meta["focus"]}" -n {meta["workers"]}` ({meta["date"]}, {meta["machine"]})',
+        f"# CPU A/B of `lwsc run{_focus_arg(meta['focus'])} -n {meta['workers']}` ({meta['date']}, {meta['machine']})",
         "",
         "Variants: " + "; ".join(f"**{k}** = {d}" for k, d in meta["variants"].items()),
         "",
@@ -217,7 +222,7 @@ def main() -> None:
         "--variant", action="append", default=[], help="LABEL=TREE[:KEY=VALUE,...]; the first is the baseline"
     )
     ap.add_argument("--render", metavar="RESULTS.json", type=Path, help="rewrite a results file's Markdown")
-    ap.add_argument("--focus")
+    ap.add_argument("--focus", help="the run's selection (default: the full run)")
     ap.add_argument("-n", "--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--name", default="perf-ab", help="the local cluster's name")
@@ -228,8 +233,8 @@ def main() -> None:
         doc = json.loads(args.render.read_text())
         write(args.render.with_suffix(""), doc, doc.pop("runs"), list(doc["variants"]))
         return
-    if not args.variant or not args.focus:
-        ap.error("--variant (at least one) and --focus are required")
+    if not args.variant:
+        ap.error("--variant (at least one) is required")
     variants = [Variant.parse(t) for t in args.variant]
     stamp = time.strftime("%Y-%m-%d-%H%M")
     stem = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"cpu-ab-{stamp}"

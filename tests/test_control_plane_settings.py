@@ -47,3 +47,8 @@ def test_kcm_controllers_are_known_to_the_pinned_kcm() -> None:
     names = {n.strip() for n in known.split(",")}
     assert set(boot.KCM_CONTROLLERS) <= names, set(boot.KCM_CONTROLLERS) - names
     assert len(set(boot.KCM_CONTROLLERS)) == len(boot.KCM_CONTROLLERS)
+
+
+def test_kcm_keeps_what_the_in_cluster_job_test_needs() -> None:
+    """tests/e2e/test_incluster_rbac.py launches a Job held back by a ResourceQuota of no pods."""
+    assert {"job-controller", "resourcequota-controller"} <= set(boot.KCM_CONTROLLERS)

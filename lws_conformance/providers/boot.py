@@ -61,6 +61,8 @@ KCM_CONTROLLERS = (
     "persistentvolume-binder-controller",  # claims bind to hostPath PVs (LWS-VOL-*, ROLL restarts with claims)
     "persistentvolumeclaim-protection-controller",  # a deleted claim's finalizer is lifted (whenScaled Delete)
     "persistentvolume-protection-controller",  # a released PV's finalizer is lifted (reclaimPolicy Delete)
+    "job-controller",  # `lwsc launch`'s Job on the local cluster (tests/e2e/test_incluster_rbac.py)
+    "resourcequota-controller",  # the quota that holds that Job's pod back (status.hard, read by admission)
 )
 # Replaces kwok's pod-delete stage (why: in the file).
 POD_DELETE_STAGE = resources.fixtures() / "kwok" / "pod-delete.yaml"
