@@ -39,8 +39,17 @@ def test_the_sampler_charges_the_tree_and_not_a_neighbour() -> None:
 
 def test_without_a_focus_the_full_run_is_measured_and_named(tmp_path: Path) -> None:
     meta = {"date": "d", "machine": "m", "focus": None, "workers": 3, "variants": {"base": "abc"}}
-    run = {"round": 1, "variant": "base", "cpu_s": 1.0, "wall_s": 1.0, "exit": 4, "load_before": 1.0,
-           "load_after": 1.0, "cpu_by_program_s": {}, "verdict_differences": {}}
+    run = {
+        "round": 1,
+        "variant": "base",
+        "cpu_s": 1.0,
+        "wall_s": 1.0,
+        "exit": 4,
+        "load_before": 1.0,
+        "load_after": 1.0,
+        "cpu_by_program_s": {},
+        "verdict_differences": {},
+    }
     cpu_ab.write(tmp_path / "r", meta, [run], ["base"])
     assert (tmp_path / "r.md").read_text().startswith("# CPU A/B of `lwsc run -n 3` (d, m)")
     cpu_ab.write(tmp_path / "r", {**meta, "focus": "LWS-NAME"}, [run], ["base"])

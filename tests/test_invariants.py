@@ -468,11 +468,14 @@ def test_group_consistency_on_a_recorded_stale_leader_in_a_rolling_update() -> N
     it made a worker. The listed race matches it in the tests it names, and only there."""
     events = Timeline.load(DATA / "rollout-r3-stale-leader.timeline.json").ordered()
     found = invariants.group_consistency(events)
-    assert [(v.event, v.message) for v in found] == [(
-        "ADDED StatefulSet/ru-0",
-        "worker StatefulSet written for leader pod a563ae16-16f5-4c1d-8197-64dcf089a4ce after its deletion "
-        "(rv 1690): at revision f565d6f78, the live leader ru-0 at 6d557f4b5b; in 1 of 3 replaced leader pods "
-        "(none was written after the deletion of the other 2)")]
+    assert [(v.event, v.message) for v in found] == [
+        (
+            "ADDED StatefulSet/ru-0",
+            "worker StatefulSet written for leader pod a563ae16-16f5-4c1d-8197-64dcf089a4ce after its deletion "
+            "(rv 1690): at revision f565d6f78, the live leader ru-0 at 6d557f4b5b; in 1 of 3 replaced leader pods "
+            "(none was written after the deletion of the other 2)",
+        )
+    ]
     dev = {d.id: d for d in deviations.load()}["lws-stale-leader-sts"]
     message = found[0].describe() + "\ntimeline: t.json\npicture: t.svg"
     assert dev.matches("AssertionError", message)

@@ -67,9 +67,7 @@ def inputs(profile: Profile, bins: dict[str, Path], crds: list[dict[str, Any]]) 
         "kueue": [profile.kueue_topology_name, profile.kueue_flavor_name],  # its controller flags are not state
         "node_grace_seconds": profile.node_grace_seconds,
         "pki": pki.KEY_TYPE,
-        "code": {
-            name: hashlib.sha256((here / name).read_bytes()).hexdigest() for name in _PROVISIONING_CODE
-        },
+        "code": {name: hashlib.sha256((here / name).read_bytes()).hexdigest() for name in _PROVISIONING_CODE},
     }
 
 
