@@ -261,6 +261,7 @@ def main() -> None:
             runs.append({"round": rnd + 1, **out})
             print(f"round {rnd + 1} {v.label}: cpu {out['cpu_s']} s, wall {out['wall_s']} s, exit {out['exit']}, "
                   f"load {out['load_before']}->{out['load_after']}", flush=True)  # fmt: skip
+            write(stem, meta, runs, [v.label for v in variants])  # a stopped benchmark keeps its finished runs
         base = got[variants[0].label]["verdicts"]
         for r in runs[-len(order) :]:
             r["verdict_differences"] = {k: [base.get(k), r["verdicts"].get(k)]
