@@ -42,6 +42,7 @@ from . import (
     runtarget,
     selection,
     shards,
+    worker_count,
 )
 from .errors import LwscError, UserError
 from .k8s.client import api_client, to_dict
@@ -329,7 +330,7 @@ def _suites(
         "junit_family=xunit2",
         f"--alluredir={out / 'allure-results'}",
         "-n",
-        cfg.workers,
+        str(cfg.workers),
         "-p",
         "no:cacheprovider",
         *cfg.pytest_args,
@@ -343,9 +344,6 @@ def _suites(
 
 def _check_run_input(ns: argparse.Namespace) -> None:
     """`lwsc run`'s own arguments, checked before any work (the profile was checked first)."""
-    workers = str(ns.workers)
-    if workers not in ("auto", "logical") and not (workers.isdigit() and int(workers) >= 1):
-        raise UserError(f"-n/--workers must be a positive number or auto, got {workers!r}")
     if ns.shard:
         shards.parse(ns.shard)
         if ns.certify:
@@ -401,6 +399,7 @@ def cmd_run(cfg: RunConfig) -> int:
     _point_latest(cfg, run_id)
     cfg.state.run_started = True  # a cluster that refuses from here on makes the run inconclusive (exit 3)
     _progress(f"running suites against {handle.kubeconfig} ({handle.provider}, run {pytest_run_id}); reports in {out}")
+    _progress(f"workers: {cfg.workers} ({cfg.workers.why})" if cfg.workers else "workers: none")
     extra = ["--lwsc-allow-destructive"] if cfg.allow_destructive else []
     try:
         rc = _suites(cfg, cfg.profile, target.handle_file, pytest_run_id, out, extra)
@@ -770,8 +769,8 @@ def _run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument(
         "-n",
         "--workers",
-        default="3",
-        help="pytest-xdist workers (default 3: the fastest with stable verdicts on 2 cores)",
+        default="auto",
+        help="pytest-xdist workers (default auto: enough to keep the usable cores busy, 3 on 2 cores; docs/performance.md)",
     )
     run.add_argument(
         "--shard",
@@ -930,7 +929,7 @@ def resolve(ns: argparse.Namespace) -> RunConfig:
         focus=focus,
         skip=skip,
         selection=tuple(selection.keyword_args(focus, skip)),
-        workers=str(get("workers", "")),
+        workers=worker_count.resolve(str(ns.workers)) if hasattr(ns, "workers") else None,
         shard=get("shard", None),
         certify=bool(get("certify", False)),
         strict=bool(get("strict", False)),

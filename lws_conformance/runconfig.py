@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .profile import Profile
+from .worker_count import Workers
 
 # What `RunConfig` holds as fields; every other option of the subcommand goes to `options`.
 RESOLVED = frozenset(
@@ -104,7 +105,7 @@ class RunConfig:
     focus: str | None  # --focus (or what --rerun-failed chose)
     skip: str | None
     selection: tuple[str, ...]  # --focus/--skip as pytest -k arguments
-    workers: str
+    workers: Workers | None  # `lwsc run` and `lwsc matrix`: -n resolved (auto from the machine's cores)
     shard: str | None
     certify: bool = False
     strict: bool = False
