@@ -24,7 +24,7 @@ def test_the_worker_that_finished_last_is_the_critical_path() -> None:
         entry("d", "gw1", 152, 160, 161),
     ]
     s = summarize(entries)
-    assert s["span_s"] == 61 and s["critical_worker"] == "gw1"
+    assert s["span_s"] == 61 and s["critical_worker"] == "gw1" and s["t0_epoch"] == 100
     assert [t["nodeid"] for t in s["critical_path"]] == ["c", "d"]  # longest first
     assert s["workers"]["gw0"]["busy_s"] == 31 and s["workers"]["gw0"]["bringup_s"] == 1
     assert s["workers"]["gw1"]["tests"][0] == {

@@ -63,6 +63,7 @@ def summarize(entries: list[Entry]) -> dict[str, Any]:
     }
     path = sorted(by_worker[last], key=lambda e: e.stop - e.start, reverse=True)
     return {
+        "t0_epoch": round(t0, 3),  # what every offset below counts from
         "span_s": round(max(e.stop for e in entries) - t0, 2),
         "critical_worker": last,
         "workers": workers,
