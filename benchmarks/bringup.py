@@ -6,6 +6,10 @@ With --kwokctl (a kwokctl built from the kwok module in use, e.g. `go build -o /
 sigs.k8s.io/kwok/cmd/kwokctl`), the same rounds of `kwokctl create cluster --runtime binary` with
 the same cached binaries (a bare control plane: no CRDs, nodes, webhooks or LWS/Kueue), for the
 side-by-side figure in docs/performance.md.
+The two alternate round by round (lwsc up/down, then kwokctl create/delete), so a neighbour's
+load falls on both alike; the machine's load average is recorded at every round.
+Results: benchmarks/results/bringup-<date>.json (date, commit, machine, load), rendered into
+docs/performance.md by scripts/render-figures.
 Uses a separate cluster name and port range so it never touches a cluster you are using.
 """
 
@@ -13,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import statistics
 import subprocess
 import tempfile
@@ -38,13 +44,15 @@ def main() -> None:
     ap.add_argument("--kwokctl", default=None, help="also time kwokctl's binary runtime with the same binaries")
     ap.add_argument("--base-port", type=int, default=17000, help="ports of the measured cluster")
     ap.add_argument("--profile", default="default", help="the profile measured (default: default)")
+    ap.add_argument("--beside", default="", help="what else ran on the machine (recorded with the load)")
     args = ap.parse_args()
     profile = load_profile(args.profile, [f"network.base_port={args.base_port}"])
     bins = ensure_binaries(profile, print)
     cluster = LocalCluster(profile, name="bench")
-    ups, downs, mems = [], [], []
+    ups, downs, mems, kwok_ups, loads = [], [], [], [], []
     per_component: dict[str, int] = {}
     for _ in range(args.rounds):
+        loads.append(os.getloadavg()[0])
         t0 = time.monotonic()
         cluster.up(lambda _m: None)
         ups.append(time.monotonic() - t0)
@@ -54,8 +62,19 @@ def main() -> None:
         t0 = time.monotonic()
         cluster.down()
         downs.append(time.monotonic() - t0)
+        if args.kwokctl:
+            kwok_ups += kwokctl_rounds(args.kwokctl, bins, 1)
     bin_dir = cache.cache_root() / "bin"
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     result = {
+        "recorded": {
+            "date": time.strftime("%Y-%m-%d %H:%M"),
+            "commit": commit,
+            "machine": f"{platform.system()}, {os.cpu_count()} cores, "
+            f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM",
+            "load": f"{min(loads):.0f}-{max(loads):.0f}" + (f" ({args.beside})" if args.beside else ""),
+            "source": "written by benchmarks/bringup.py",
+        },
         "rounds": args.rounds,
         "up_seconds": {"median": statistics.median(ups), "max": max(ups), "all": ups},
         "down_seconds": {"median": statistics.median(downs), "max": max(downs), "all": downs},
@@ -63,10 +82,17 @@ def main() -> None:
         "idle_rss_mib_by_component": {k: round(v / 2**20) for k, v in sorted(per_component.items())},
         "binary_cache_mib": round(cache.size_bytes(bin_dir) / 2**20),
     }
-    if args.kwokctl:
-        times = kwokctl_rounds(args.kwokctl, bins, args.rounds)
-        result["kwokctl_binary_up_seconds"] = {"median": statistics.median(times), "max": max(times), "all": times}
+    if kwok_ups:
+        result["kwokctl_binary_up_seconds"] = {
+            "median": statistics.median(kwok_ups),
+            "max": max(kwok_ups),
+            "all": kwok_ups,
+        }
+        result["up_over_kwokctl"] = round(statistics.median(ups) / statistics.median(kwok_ups), 2)
+    out = Path(__file__).resolve().parent / "results" / f"bringup-{time.strftime('%Y-%m-%d-%H%M')}.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=2))
+    print(out)
 
 
 def kwokctl_rounds(kwokctl: str, bins: dict[str, Path], rounds: int) -> list[float]:
