@@ -195,7 +195,7 @@ def write(stem: Path, meta: dict[str, Any], runs: list[dict[str, Any]], labels: 
         ratios = [
             rd[label]["cpu_s"] / rd[labels[0]]["cpu_s"] for rd in rounds.values() if label in rd and labels[0] in rd
         ]
-        diffs = sorted({k for r in mine for k in r["verdict_differences"]})
+        diffs = sorted({k for r in mine for k in r.get("verdict_differences", {})})
         loads = [x for r in mine for x in (r["load_before"], r["load_after"])]
         lines.append(
             f"| {label} | {len(mine)} | {statistics.median(cpus):.0f} s ({min(cpus):.0f}-{max(cpus):.0f}) | "
