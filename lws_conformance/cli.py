@@ -770,7 +770,7 @@ def _run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "-n",
         "--workers",
         default="auto",
-        help="pytest-xdist workers (default auto: enough to keep the usable cores busy, 3 on 2 cores; docs/performance.md)",
+        help="pytest-xdist workers (default auto: enough to keep the usable cores busy, 3 on 2 cores)",
     )
     run.add_argument(
         "--shard",
