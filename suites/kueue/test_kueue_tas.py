@@ -322,12 +322,14 @@ def _placed_in_one_rack(
     requests: dict[str, dict[str, str]],
     why: str,
     worker_slices: int = 0,
+    slices_per_rack: bool = False,
 ) -> dict[str, list[str]]:
     """One required-rack group of a leader and four workers (`requests` per role) on a rack of
     this test's own Nodes (`hosts`: name suffix -> allocatable). The group must get quota (`why` it
     fits: `_wait_quota`) and run whole; returns host suffix -> the roles it runs.
     Leader and workers are one podset group; with `worker_slices`, they are two podsets instead
-    and the workers ask for host slices of that many pods (a podset group forbids slices)."""
+    and the workers ask for host slices of that many pods (a podset group forbids slices), or
+    rack slices with `slices_per_rack`."""
     scenario.require_kwok("adds Nodes of its own with a chosen capacity")
     sc, host = scenario, cluster.topology.hostname_label
     names = {f"lwsc-{unique}-{h}": h for h in hosts}
@@ -336,7 +338,8 @@ def _placed_in_one_rack(
     obj = workloads.set_tas(_lws("lf", 1, 5), SLOTS, group=None if worker_slices else "lws-group")
     if worker_slices:
         meta = obj["spec"]["leaderWorkerTemplate"]["workerTemplate"].setdefault("metadata", {})
-        meta.setdefault("annotations", {}).update({SLICE_TOPOLOGY: host, SLICE_SIZE: str(worker_slices)})
+        level = SLOTS if slices_per_rack else host
+        meta.setdefault("annotations", {}).update({SLICE_TOPOLOGY: level, SLICE_SIZE: str(worker_slices)})
     for role, req in requests.items():
         workloads.set_requests(obj, role, req)
     for role in ("leaderTemplate", "workerTemplate"):
@@ -454,6 +457,36 @@ def test_the_last_host_is_the_tightest_that_holds_the_rest(
         f"pods per node {got}: the most free host first (a4, 4 of the 5 pods), then the tightest host that "
         "holds the fifth (b1), leaving c2 empty"
     )
+
+
+@pytest.mark.requirement("KUEUE-TAS-012")
+@pytest.mark.destructive  # adds Nodes of its own
+def test_workers_that_need_every_host_run_on_all_of_them(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """BestFit selects as many hosts as the pods need: four 1-cpu workers asking for one slice of
+    four in the rack (so the hosts below it are chosen pod by pod), required in one rack of a 2-, a
+    1- and a 1-cpu host, fill all three (two, one and one workers); the leader asks for a GPU and
+    runs on a fourth host, whose memory holds no worker. Neither of the first two hosts holds the
+    rest: a TAS that lost a host it had only partly filled would leave workers without a place."""
+    gpu = lwsc_cluster.topology.gpu_resource
+    got = _placed_in_one_rack(
+        scenario,
+        lwsc_cluster,
+        unique,
+        {
+            "l": {"cpu": "1", gpu: "1", "memory": "1Gi"},
+            "a2": {"cpu": "2"},
+            "b1": {"cpu": "1"},
+            "c1": {"cpu": "1"},
+        },
+        {"leader": {"cpu": "1", gpu: "1", "memory": "512Mi"}, "worker": {"cpu": "1", "memory": "2Gi"}},
+        "its rack holds the leader on its GPU host and the workers on every other host",
+        worker_slices=4,
+        slices_per_rack=True,
+    )
+    want = {"a2": ["worker"] * 2, "b1": ["worker"], "c1": ["worker"], "l": ["leader"]}
+    assert got == want, f"pods per node {got}: the workers need every host of the rack but the leader's: {want}"
 
 
 @pytest.mark.requirement("KUEUE-TAS-013")
