@@ -513,6 +513,64 @@ def test_required_workers_in_slices_are_placed_by_best_fit(
     assert got == want, f"pods per node {got}: BestFit puts both slices on the tightest host that holds them: {want}"
 
 
+@pytest.mark.requirement("KUEUE-TAS-014")
+@pytest.mark.destructive  # adds Nodes of its own and deletes one
+def test_a_deleted_host_is_replaced_without_moving_the_rest_of_the_group(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """Node hot swap: a leader and a worker of 1 cpu each, required in one rack of three 1-cpu
+    hosts, run on two of them. The worker's host is deleted; Kueue finds the third host for the
+    worker without evicting the group's Workload or moving the leader: the group runs whole again
+    with the leader on its host and the worker on the spare one."""
+    scenario.require_kwok("adds Nodes of its own and deletes one")
+    sc, host = scenario, lwsc_cluster.topology.hostname_label
+    names = [f"lwsc-{unique}-h{i}" for i in range(3)]
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    obj = _per_pod(workloads.set_tas(_lws("hs", 1, 2), SLOTS), {"cpu": "1"})
+    for role in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+
+    def role_nodes(pods: list[Obj]) -> dict[str, str]:
+        return {
+            ("leader" if p["metadata"]["labels"].get(WORKER_INDEX) == "0" else "worker"): p["spec"].get("nodeName", "")
+            for p in pods
+        }
+
+    try:
+        for name in names:
+            _slot_node(sc, unique, name, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        _slot_queue(sc, unique, [SLOTS, host])
+        sc.create(obj)
+        uid = K.lws_uid(sc, "hs")
+        wl_name = workloads.lws_workload_name("hs", uid, 0)
+        first = role_nodes(sc.wait_pods(K.all_ready(1, 2), "the group Ready on two hosts", selector=K.selector("hs")))
+        kept, lost = first["leader"], first["worker"]
+        (spare,) = set(names) - {kept, lost}
+        sc.core.delete_node(lost)
+        want = {"leader": kept, "worker": spare}
+
+        def swapped(pods: list[Obj]) -> dict[str, str] | None:
+            ready = K.all_ready(1, 2)(pods)
+            return want if ready and role_nodes(ready) == want else None
+
+        # the pods of a deleted Node go when pod GC deletes them (after its 40 s quarantine)
+        sc.wait_pods(
+            swapped, f"the group Ready again, {want}, after {lost} was deleted", timeout=180, selector=K.selector("hs")
+        )
+        (wl,) = K.wait_workloads(
+            sc,
+            uid,
+            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and K.admitted(w)] or None,
+            f"{wl_name} Admitted",
+        )
+        assert P.condition(wl, "Evicted") is None, (
+            f"{wl_name} was evicted (conditions {(wl.get('status') or {}).get('conditions')}): "
+            "the deleted host was not swapped within the assignment"
+        )
+    finally:
+        _delete_lws_then_nodes(sc, "hs", names)
+
+
 @pytest.mark.requirement("KUEUE-TAS-008")
 @pytest.mark.destructive  # adds Nodes of its own
 def test_leader_placed_on_the_one_host_with_its_resource(
