@@ -111,6 +111,8 @@ PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 TAS_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 TAS_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 TAS_GROUP = "kueue.x-k8s.io/podset-group-name"
+TAS_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+TAS_SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
 
 
 def topology(name: str, levels: list[str]) -> dict[str, Any]:

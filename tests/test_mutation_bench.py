@@ -192,6 +192,28 @@ def test_scores_leave_equivalent_survivors_and_build_failures_out() -> None:
     assert (path["killed"], path["survived"], path["score"]) == (2, 0, 100.0)
 
 
+def test_all_sampled_scores_count_unreached_survivors_unless_equivalent_or_off_the_lws_path() -> None:
+    rows = [
+        {"id": "1", "component": "kueue", "file": "pkg/a.go", "where": "covered", "status": "killed-must"},
+        {"id": "2", "component": "kueue", "file": "pkg/a.go", "where": "reached-later", "status": "killed-should"},
+        {"id": "3", "component": "kueue", "file": "pkg/a.go", "where": "not-reached", "status": "survived-not-reached"},
+        {"id": "4", "component": "kueue", "file": "pkg/a.go", "where": "not-reached", "status": "survived-not-reached"},
+        {"id": "5", "component": "kueue", "file": "pkg/a.go", "where": "not-reached", "status": "survived-not-reached"},
+    ]
+    s = mutlib.scores(rows, equivalent={"4"}, outside={"5"})
+    assert (s["reached"]["killed"], s["reached"]["score"]) == (2, 100.0)  # a reached-later kill counts as reached
+    assert (s["all"]["not_reached"], s["all"]["score"]) == (2, 50.0)
+    assert (s["all_lws_path"]["not_reached"], s["all_lws_path"]["score"]) == (1, pytest.approx(66.7))
+    table = mutlib.score_table(s, packages=False).splitlines()
+    assert [line.split(" | ")[0] for line in table[2:]] == [
+        "| **all sampled**",
+        "| **reached lines only**",
+        "| **all sampled, on the LWS path**",
+        "| **reached, on the LWS path**",
+    ]
+    assert table[2].endswith("| 50.0% | 25.0% |")
+
+
 @pytest.mark.skipif(not shutil.which("go"), reason="no Go toolchain")
 def test_generator_lists_mutants_that_apply(tmp_path: Path) -> None:
     src = tmp_path / "mod" / "pkg" / "x"

@@ -291,8 +291,9 @@ def scores(
     results: list[dict[str, Any]], equivalent: set[str], outside: frozenset[str] | set[str] = frozenset()
 ) -> dict[str, Any]:
     """Mutation score overall and per (component, package): killed / (judged - equivalent). Also
-    on the LWS path: the reached lines without the survivors `outside` it (triaged as observable
-    only through another Kueue integration: plain Pods, nested jobs)."""
+    on the LWS path: the reached lines (`lws_path`) and every sampled line (`all_lws_path`) without
+    the survivors `outside` it (triaged as observable only through another Kueue integration: plain
+    Pods, nested jobs)."""
 
     def one(rows: list[dict[str, Any]]) -> dict[str, Any]:
         judged = [r for r in rows if r["status"] in KILLED or r["status"] in SURVIVED]
@@ -319,12 +320,52 @@ def scores(
     for r in results:
         per_pkg[f"{r['component']} {PurePosixPath(r['file']).parent}"].append(r)
     reached = [r for r in results if r["where"] != "not-reached"]
+
+    def on_path(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r for r in rows if not (r["id"] in outside and r["status"] in SURVIVED)]
+
     return {
         "all": one(results),
         "reached": one(reached),
-        "lws_path": one([r for r in reached if not (r["id"] in outside and r["status"] in SURVIVED)]),
+        "lws_path": one(on_path(reached)),
+        "all_lws_path": one(on_path(results)),
         "packages": {k: one(v) for k, v in sorted(per_pkg.items())},
     }
+
+
+# the rows of the score table (results.md, docs/detection-power.md): key of scores(), label
+SCORE_ROWS = (
+    ("all", "**all sampled**"),
+    ("reached", "**reached lines only**"),
+    ("all_lws_path", "**all sampled, on the LWS path**"),
+    ("lws_path", "**reached, on the LWS path**"),
+)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x}%"
+
+
+def score_table(s: dict[str, Any], packages: bool = True) -> str:
+    """The score table of scores() `s` in Markdown: all sampled beside the reached lines (each also
+    on the LWS path), then one row per package."""
+    lines = [
+        "| scope | judged | equivalent | killed (MUST / SHOULD / error) | survived | not reached | build failed "
+        "| score | killed by a MUST |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def row(name: str, x: dict[str, Any]) -> str:
+        return (
+            f"| {name} | {x['judged']} | {x['equivalent']} | {x['killed']} ({x['killed_must']} / {x['killed_should']}"
+            f" / {x['killed_error']}) | {x['survived']} | {x['not_reached']} | {x['build_failed']} | "
+            f"{_pct(x['score'])} | {_pct(x['must_share'])} |"
+        )
+
+    lines += [row(label, s[key]) for key, label in SCORE_ROWS if key in s]
+    if packages:
+        lines += [row(pkg, x) for pkg, x in s["packages"].items()]
+    return "\n".join(lines) + "\n"
 
 
 def as_dict(r: Result) -> dict[str, Any]:

@@ -322,12 +322,14 @@ def _placed_in_one_rack(
     requests: dict[str, dict[str, str]],
     why: str,
     worker_slices: int = 0,
+    slices_per_rack: bool = False,
 ) -> dict[str, list[str]]:
     """One required-rack group of a leader and four workers (`requests` per role) on a rack of
     this test's own Nodes (`hosts`: name suffix -> allocatable). The group must get quota (`why` it
     fits: `_wait_quota`) and run whole; returns host suffix -> the roles it runs.
     Leader and workers are one podset group; with `worker_slices`, they are two podsets instead
-    and the workers ask for host slices of that many pods (a podset group forbids slices)."""
+    and the workers ask for host slices of that many pods (a podset group forbids slices), or
+    rack slices with `slices_per_rack`."""
     scenario.require_kwok("adds Nodes of its own with a chosen capacity")
     sc, host = scenario, cluster.topology.hostname_label
     names = {f"lwsc-{unique}-{h}": h for h in hosts}
@@ -336,7 +338,8 @@ def _placed_in_one_rack(
     obj = workloads.set_tas(_lws("lf", 1, 5), SLOTS, group=None if worker_slices else "lws-group")
     if worker_slices:
         meta = obj["spec"]["leaderWorkerTemplate"]["workerTemplate"].setdefault("metadata", {})
-        meta.setdefault("annotations", {}).update({SLICE_TOPOLOGY: host, SLICE_SIZE: str(worker_slices)})
+        level = SLOTS if slices_per_rack else host
+        meta.setdefault("annotations", {}).update({SLICE_TOPOLOGY: level, SLICE_SIZE: str(worker_slices)})
     for role, req in requests.items():
         workloads.set_requests(obj, role, req)
     for role in ("leaderTemplate", "workerTemplate"):
@@ -456,6 +459,36 @@ def test_the_last_host_is_the_tightest_that_holds_the_rest(
     )
 
 
+@pytest.mark.requirement("KUEUE-TAS-012")
+@pytest.mark.destructive  # adds Nodes of its own
+def test_workers_that_need_every_host_run_on_all_of_them(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """BestFit selects as many hosts as the pods need: four 1-cpu workers asking for one slice of
+    four in the rack (so the hosts below it are chosen pod by pod), required in one rack of a 2-, a
+    1- and a 1-cpu host, fill all three (two, one and one workers); the leader asks for a GPU and
+    runs on a fourth host, whose memory holds no worker. Neither of the first two hosts holds the
+    rest: a TAS that lost a host it had only partly filled would leave workers without a place."""
+    gpu = lwsc_cluster.topology.gpu_resource
+    got = _placed_in_one_rack(
+        scenario,
+        lwsc_cluster,
+        unique,
+        {
+            "l": {"cpu": "1", gpu: "1", "memory": "1Gi"},
+            "a2": {"cpu": "2"},
+            "b1": {"cpu": "1"},
+            "c1": {"cpu": "1"},
+        },
+        {"leader": {"cpu": "1", gpu: "1", "memory": "512Mi"}, "worker": {"cpu": "1", "memory": "2Gi"}},
+        "its rack holds the leader on its GPU host and the workers on every other host",
+        worker_slices=4,
+        slices_per_rack=True,
+    )
+    want = {"a2": ["worker"] * 2, "b1": ["worker"], "c1": ["worker"], "l": ["leader"]}
+    assert got == want, f"pods per node {got}: the workers need every host of the rack but the leader's: {want}"
+
+
 @pytest.mark.requirement("KUEUE-TAS-013")
 @pytest.mark.destructive  # adds Nodes of its own
 def test_required_workers_in_slices_are_placed_by_best_fit(
@@ -478,6 +511,64 @@ def test_required_workers_in_slices_are_placed_by_best_fit(
     )
     want = {"a4": ["worker"] * 4, "l": ["leader"]}
     assert got == want, f"pods per node {got}: BestFit puts both slices on the tightest host that holds them: {want}"
+
+
+@pytest.mark.requirement("KUEUE-TAS-014")
+@pytest.mark.destructive  # adds Nodes of its own and deletes one
+def test_a_deleted_host_is_replaced_without_moving_the_rest_of_the_group(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+) -> None:
+    """Node hot swap: a leader and a worker of 1 cpu each, required in one rack of three 1-cpu
+    hosts, run on two of them. The worker's host is deleted; Kueue finds the third host for the
+    worker without evicting the group's Workload or moving the leader: the group runs whole again
+    with the leader on its host and the worker on the spare one."""
+    scenario.require_kwok("adds Nodes of its own and deletes one")
+    sc, host = scenario, lwsc_cluster.topology.hostname_label
+    names = [f"lwsc-{unique}-h{i}" for i in range(3)]
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    obj = _per_pod(workloads.set_tas(_lws("hs", 1, 2), SLOTS), {"cpu": "1"})
+    for role in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+
+    def role_nodes(pods: list[Obj]) -> dict[str, str]:
+        return {
+            ("leader" if p["metadata"]["labels"].get(WORKER_INDEX) == "0" else "worker"): p["spec"].get("nodeName", "")
+            for p in pods
+        }
+
+    try:
+        for name in names:
+            _slot_node(sc, unique, name, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        _slot_queue(sc, unique, [SLOTS, host])
+        sc.create(obj)
+        uid = K.lws_uid(sc, "hs")
+        wl_name = workloads.lws_workload_name("hs", uid, 0)
+        first = role_nodes(sc.wait_pods(K.all_ready(1, 2), "the group Ready on two hosts", selector=K.selector("hs")))
+        kept, lost = first["leader"], first["worker"]
+        (spare,) = set(names) - {kept, lost}
+        sc.core.delete_node(lost)
+        want = {"leader": kept, "worker": spare}
+
+        def swapped(pods: list[Obj]) -> dict[str, str] | None:
+            ready = K.all_ready(1, 2)(pods)
+            return want if ready and role_nodes(ready) == want else None
+
+        # the pods of a deleted Node go when pod GC deletes them (after its 40 s quarantine)
+        sc.wait_pods(
+            swapped, f"the group Ready again, {want}, after {lost} was deleted", timeout=180, selector=K.selector("hs")
+        )
+        (wl,) = K.wait_workloads(
+            sc,
+            uid,
+            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and K.admitted(w)] or None,
+            f"{wl_name} Admitted",
+        )
+        assert P.condition(wl, "Evicted") is None, (
+            f"{wl_name} was evicted (conditions {(wl.get('status') or {}).get('conditions')}): "
+            "the deleted host was not swapped within the assignment"
+        )
+    finally:
+        _delete_lws_then_nodes(sc, "hs", names)
 
 
 @pytest.mark.requirement("KUEUE-TAS-008")

@@ -65,6 +65,20 @@ def test_mismatched_podset_group_annotations_are_rejected(
         _refused_and_not_stored(scenario, obj, "topology consistent with")
 
 
+@pytest.mark.requirement("KUEUE-VALID-007")
+def test_slice_size_without_slice_topology_is_rejected(scenario: Scenario, lwsc_cluster: ClusterHandle) -> None:
+    """A kueue.x-k8s.io/podset-slice-size on the leader template, then on the worker template, with
+    no podset-slice-required-topology beside it (a valid size, 1, and nothing else Kueue refuses):
+    Kueue's webhook refuses each LWS, naming both annotations, and no LWS of either name is stored."""
+    for role in ("leader", "worker"):
+        obj = workloads.lws(f"slice-{role}", replicas=1, size=2, queue=K.QUEUE)
+        _annotate(obj, role, {workloads.TAS_SLICE_SIZE: "1"})
+        _rejected(scenario, lambda o=obj: scenario.create(o), workloads.TAS_SLICE_SIZE, workloads.TAS_SLICE_REQUIRED)
+        listing = scenario.list_objects("LeaderWorkerSet")
+        stored = admission.stored_despite_refusal("LeaderWorkerSet", obj["metadata"]["name"], listing)
+        assert stored is None, stored
+
+
 @pytest.mark.requirement("KUEUE-VALID-003")
 def test_queue_name_change_on_running_lws_is_rejected(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
