@@ -135,7 +135,7 @@ def test_kep_example_with_percentage_limits(scenario: Scenario, claim: Claims, t
         rows = disagg.observed_rows(events, "pct", ["prefill", "decode"])
         walk = [r for _, r in rows]
         if why := disagg.table_divergences(rows, KEP_TABLE):
-            raise Failures([f"KEP-766 Example 1 (as percentages) not followed: {w}; observed {walk}" for w in why])
+            raise Failures([f"KEP-766 Example 1 not followed: {w}; observed {walk}" for w in why])
 
 
 @_proves_rollout
