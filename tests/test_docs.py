@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,6 +79,37 @@ def test_a_changed_results_file_shows_as_a_stale_block(tmp_path: Path) -> None:
     assert check.returncode == 1 and "performance.md" in check.stderr
     subprocess.run([sys.executable, str(RENDERER), "--out", str(out)], check=True)
     assert page.read_text(encoding="utf-8") == text
+
+
+def _renderer() -> object:
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+
+    loader = SourceFileLoader("render_figures", str(RENDERER))
+    spec = importlib.util.spec_from_loader("render_figures", loader)
+    assert spec
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("proof", "refusal"),
+    [
+        ({"mutant": "lws-56"}, None),  # results-discriminating.json: LWS-EXCL-003 failed
+        ({"mutant": "lws-19"}, "does not show it red"),  # red for LWS-EXCL-001/002, not -003
+        ({"generated": "0000deadbeef"}, "does not show it red"),
+        ({"recording": "tests/test_docs.py::no_such_test"}, "does not show it red"),
+    ],
+)
+def test_a_discriminating_proof_must_show_its_requirement_red(proof: dict[str, str], refusal: str | None) -> None:
+    """The discriminating-scenario table resolves each proof against its results file."""
+    rf: Any = _renderer()
+    if refusal is None:
+        assert "lws-56 failed" in rf._proof("LWS-EXCL-003", proof)
+    else:
+        with pytest.raises(SystemExit, match=refusal):
+            rf._proof("LWS-EXCL-003", proof)
 
 
 def test_the_readme_is_a_users_page() -> None:

@@ -123,6 +123,22 @@ def test_kep_example_two_role_rollout(scenario: Scenario, claim: Claims, tmp_pat
 
 
 @_proves_rollout
+@pytest.mark.requirement("ROLL-DSSTEP-002")
+def test_kep_example_with_percentage_limits(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
+    """The KEP's example with its limits given as percentages of each role's replicas: maxSurge and
+    maxUnavailable 30% of 5 prefill (2 rounded up, 1 rounded down) and 75% of 2 decode (2 and 1).
+    They resolve to the KEP's 2 and 1 only when maxSurge is rounded up and maxUnavailable down, as
+    LWS's API says; the other roundings give 1 and 2, and another walk."""
+    roles = [D.rollout(D.role("prefill", 5), "30%", "30%"), D.rollout(D.role("decode", 2), "75%", "75%")]
+    events = _roll_one_role(scenario, "pct", roles, "prefill", "ds-kep-percentages", claim, tmp_path)
+    with claim("ROLL-DSSTEP-002"):
+        rows = disagg.observed_rows(events, "pct", ["prefill", "decode"])
+        walk = [r for _, r in rows]
+        if why := disagg.table_divergences(rows, KEP_TABLE):
+            raise Failures([f"KEP-766 Example 1 not followed: {w}; observed {walk}" for w in why])
+
+
+@_proves_rollout
 def test_rollout_without_surge(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
     """2 prefill + 2 decode, maxSurge 0 and maxUnavailable 1 on both: every new group must wait for
     an old one to go (old + new never above 2 per role). The planner's minimum of old replicas

@@ -144,6 +144,48 @@ def test_subgroups_get_a_host_of_their_own(scenario: Scenario) -> None:
     assert len(set(taken)) == len(taken), f"hosts shared by several subgroups: {sorted(taken)}"
 
 
+@pytest.mark.requirement("LWS-EXCL-003")
+@pytest.mark.destructive  # needs every host free: the whole capacity
+def test_subgroups_keep_apart_with_room_to_share(scenario: Scenario) -> None:
+    """subgroup-exclusive-topology per host alone (no group exclusivity): 2 groups of 2 subgroups
+    of 2 pods over every host of the cluster, twice the hosts the 4 subgroups need, and the LWS's
+    own preferred podAffinity pulling all its pods onto one host. Stacking is possible and what
+    the scheduler prefers, so only LWS's exclusivity keeps each subgroup on a host of its own.
+    (In the test above one host per subgroup fills each group's rack, so the scheduler's spreading
+    gives the right layout even without LWS's anti-affinity.)"""
+    sc, topo = scenario, scenario.cluster.topology
+    nodes = sc.node_labels()
+    sgs, subgroups, replicas = 2, 2, 2
+    if len(nodes) < 2 * replicas * subgroups:
+        pytest.skip(f"needs {2 * replicas * subgroups} hosts, the profile has {len(nodes)}")
+    name, size = "sr", sgs * subgroups
+    obj = _exclusive_lws(name, replicas, size, {SUBGROUP_EXCLUSIVE: topo.hostname_label})
+    obj["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = {"subGroupPolicyType": "LeaderWorker", "subGroupSize": sgs}
+    together = {
+        "weight": 100,
+        "podAffinityTerm": {
+            "labelSelector": {"matchLabels": {f"{PREFIX}name": name}},
+            "topologyKey": topo.hostname_label,
+        },
+    }
+    for key in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][key]["spec"]["affinity"] = {
+            "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [together]}
+        }
+    sc.create(obj)
+    expected = P.expected_pod_names(name, replicas, size)
+    pods = sc.wait_pods(
+        lambda ps: P.live(ps) if P.names(ps) == expected and all(map(P.pod_ready, P.live(ps))) else None,
+        f"{replicas} groups of {size} Ready",
+    )
+    hosts = P.domains(pods, nodes, topo.hostname_label, f"{PREFIX}subgroup-key")
+    assert len(hosts) == replicas * subgroups, f"expected {replicas * subgroups} subgroups, got {sorted(hosts)}"
+    split = {k: h for k, h in hosts.items() if len(h) != 1}
+    assert not split, f"subgroups spread over several hosts: {split}"
+    taken = [next(iter(h)) for h in hosts.values()]
+    assert len(set(taken)) == len(taken), f"hosts shared by several subgroups: {sorted(taken)}"
+
+
 ANCHOR = "lwsc.x-k8s.io/anchor"  # the label of the pod the user's own affinity term points at
 
 
