@@ -118,21 +118,46 @@ def test_create_command_line_and_the_config_kind_needs_here(tmp_path: Path) -> N
     patches = [yaml.safe_load(p) for p in cfg["kubeadmConfigPatches"]]
     assert patches[0]["etcd"]["local"]["imageTag"] == c.profile.versions["etcd"]
     assert patches[0]["dns"]["imageTag"] == "v1.14.3"
-    assert patches[1] == {"kind": "KubeletConfiguration", "failCgroupV1": False}
+    assert patches[-1] == {"kind": "KubeletConfiguration", "failCgroupV1": False}
     assert "kubeadmConfigPatches" not in kind.kind_config(c.profile, "lwsc", local_image=False, v1=False)
+
+
+def test_a_node_image_built_here_gets_the_throwaway_cluster_settings_unless_turned_off(tmp_path: Path) -> None:
+    """GOGC/GOMEMLIMIT for every control-plane component and etcd, ECDSA keys, and the kubelets'
+    cAdvisor housekeeping, as kubeadm v1beta4 fields (lists of name/value); kind.test_cluster_settings
+    false gives kind's own configuration; a given node image (any kubeadm API) gets none of it."""
+    c = make(tmp_path)
+    cfg = kind.kind_config(c.profile, "lwsc", local_image=True, v1=False)
+    patches = [yaml.safe_load(p) for p in cfg["kubeadmConfigPatches"]]
+    cluster = patches[0]
+    assert cluster["kind"] == "ClusterConfiguration" and cluster["encryptionAlgorithm"] == "ECDSA-P256"
+    for env in (cluster["apiServer"], cluster["controllerManager"], cluster["scheduler"], cluster["etcd"]["local"]):
+        assert env["extraEnvs"][0] == {"name": "GOGC", "value": "400"}
+        assert env["extraEnvs"][1]["name"] == "GOMEMLIMIT" and env["extraEnvs"][1]["value"].endswith("iB")
+    housekeeping = {"kubeletExtraArgs": [{"name": "housekeeping-interval", "value": "30s"}]}
+    assert patches[1:] == [
+        {"kind": "InitConfiguration", "nodeRegistration": housekeeping},
+        {"kind": "JoinConfiguration", "nodeRegistration": housekeeping},
+    ]
+    off = make(tmp_path, "kind.test_cluster_settings=false")
+    (only,) = kind.kind_config(off.profile, "lwsc", local_image=True, v1=False)["kubeadmConfigPatches"]
+    assert set(yaml.safe_load(only)) == {"kind", "etcd", "dns"}
 
 
 def test_network_plan_installs_the_pod_network_then_waits_for_every_node(tmp_path: Path) -> None:
     c = make(tmp_path)
     plan = c.plan_network("lwsc.local/kind-cni:k")
     assert plan[0].argv == ("/opt/kind", "load", "docker-image", "lwsc.local/kind-cni:k", "--name", "lwsc")
-    docs = list(yaml.safe_load_all(plan[1].stdin or ""))
+    c.held = frozenset({"lwsc.local/kind-cni:k"})  # a node image built here holds it: no load
+    assert c.plan_network("lwsc.local/kind-cni:k") == plan[1:]
+    plan = plan[1:]
+    docs = list(yaml.safe_load_all(plan[0].stdin or ""))
     ds = next(d for d in docs if d["kind"] == "DaemonSet")
     container = ds["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "lwsc.local/kind-cni:k" and container["imagePullPolicy"] == "IfNotPresent"
     assert {"name": "CONTROL_PLANE_ENDPOINT", "value": "lwsc-control-plane:6443"} in container["env"]
     assert ds["spec"]["template"]["spec"]["hostNetwork"] is True
-    assert plan[2].argv[3:] == ("wait", "node", "--all", "--for=condition=Ready", "--timeout=300s")
+    assert plan[1].argv[3:] == ("wait", "node", "--all", "--for=condition=Ready", "--timeout=300s")
 
 
 def _docs(deploy: str) -> list[dict[str, object]]:
@@ -176,9 +201,13 @@ def test_install_plan_loads_applies_waits_then_gpus_then_kueue_objects(tmp_path:
     plan = c.plan_install(controllers, ["lwsc.local/workload:a"])
     lines = [p.argv for p in plan]
     assert lines[0] == (
-        "/opt/kind", "load", "docker-image", "lwsc.local/lws:a", "lwsc.local/kueue:b", "lwsc.local/workload:a",
-        "--name", "lwsc",
-    )  # fmt: skip
+        "/opt/kind", "load", "docker-image", "lwsc.local/lws:a", "lwsc.local/kueue:b",
+        "--name", "lwsc", "--nodes", "lwsc-control-plane",
+    )  # fmt: skip  # the controllers run on the control-plane node only
+    assert lines[1] == ("/opt/kind", "load", "docker-image", "lwsc.local/workload:a", "--name", "lwsc")
+    c.held = frozenset({"lwsc.local/workload:a"})  # a node image built here holds it: no load
+    assert [p.argv for p in c.plan_install(controllers, ["lwsc.local/workload:a"])] == lines[:1] + lines[2:]
+    plan, lines = plan[1:], lines[1:]
     assert lines[1][3:] == ("apply", "--server-side", "--force-conflicts", "-f", "-")
     assert "lwsc.local/lws:a" in (plan[1].stdin or "") and "lwsc.local/kueue:b" in (plan[2].stdin or "")
     assert lines[3][3:8] == ("-n", "lws-system", "rollout", "status", "deployment/lws-controller-manager")
@@ -393,6 +422,24 @@ def test_build_leftovers_are_removed_but_never_a_kind_node() -> None:
     calls: list[tuple[str, ...]] = []
     assert nodeimage.remove_build_leftovers(Fake("unix:///x.sock", private=True)) == ["build9"]
     assert calls[-1] == ("rm", "-f", "build9")
+
+
+def test_the_node_image_holds_the_network_and_workload_images_and_starts_go_daemons_with_gogc() -> None:
+    """What every cluster would otherwise `kind load` into every node is in the node image built
+    here; without a node image (only the helper images asked for) nothing is held."""
+    from lws_conformance.toolchain import nodeimage
+
+    workloads = {n: nodeimage.workload_ref("v1.36.3", t) for n, t in nodeimage.WORKLOAD_TAGS.items()}
+    node, cni, agnhost = "lwsc.local/kind-node:v1.36.3-k", "lwsc.local/kind-cni:k", "lwsc.local/agnhost:k"
+    built = nodeimage.Built(node, cni, agnhost, workloads)
+    assert built.preloaded == {
+        "lwsc.local/kind-cni:k", "lwsc.local/agnhost:k",
+        "lwsc.local/workload:v1.36.3-a", "lwsc.local/workload:v1.36.3-b",
+    }  # fmt: skip
+    assert nodeimage.Built("", built.cni, built.agnhost, workloads).preloaded == frozenset()
+    path, text, _mode = nodeimage.go_dropin("kubelet")
+    assert path == "/etc/systemd/system/kubelet.service.d/20-lwsc-go-gc.conf"
+    assert text.decode().splitlines() == ["[Service]", 'Environment="GOGC=400" "GOMEMLIMIT=256MiB"']
 
 
 def test_a_handle_whose_nodes_are_gone_is_not_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

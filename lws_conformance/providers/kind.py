@@ -8,7 +8,10 @@
    the pod network daemon, the workload image (agnhost, from the same Kubernetes module) and the
    LWS and Kueue controllers, each an image of the very binary the local cluster would run
    (module versions or `sources.<component>` builds). Nothing is pulled: every pod names an image
-   loaded with `kind load` and `imagePullPolicy: IfNotPresent`.
+   the nodes hold, with `imagePullPolicy: IfNotPresent`. A node image built here already holds the
+   pod network daemon and the workload images; the controllers' images (which change with
+   `sources.<component>`) are loaded with `kind load` into the control-plane node, the only node
+   they run on; with a given `kind.node_image` every image is loaded into every node.
 3. **Cluster**: `kind create cluster` from a generated config (a control plane and one worker per
    profile node, labelled with the profile's block / rack / hostname labels and the harness pool
    label; kind's default CNI off; one more worker, tainted, for chaos experiments that pause a
@@ -74,9 +77,7 @@ NETWORK = "kind"  # kind's network name; on the private engine the harness creat
 BRIDGE = "lwsc-kind0"
 CNI_NAMESPACE = "kube-system"
 CNI_NAME = "lwsc-pod-network"
-# The workload images the suites name, and what they are on kind: agnhost (Kubernetes' e2e test
-# image) pausing, under two tags so a rolling update changes the image for real.
-WORKLOAD_TAGS = {"workload": "a", "workload-update": "b"}
+WORKLOAD_TAGS = nodeimage.WORKLOAD_TAGS  # the workload images the suites name, and their tags
 
 
 @dataclass(frozen=True)
@@ -234,20 +235,52 @@ def kind_config(profile: Profile, cluster: str, local_image: bool = False, v1: b
     patches = []
     if local_image:
         s = kind_settings(profile)
-        patches.append(
-            yaml.safe_dump(
-                {
-                    "kind": "ClusterConfiguration",
-                    "etcd": {"local": {"imageTag": profile.versions["etcd"]}},
-                    "dns": {"imageTag": str(s.get("coredns_version") or "v1.14.3")},
-                }
-            )
-        )
+        cluster_cfg: dict[str, Any] = {
+            "kind": "ClusterConfiguration",
+            "etcd": {"local": {"imageTag": profile.versions["etcd"]}},
+            "dns": {"imageTag": str(s.get("coredns_version") or "v1.14.3")},
+        }
+        if s.get("test_cluster_settings", True):
+            patches += throwaway_cluster_patches(cluster_cfg)
+        patches.insert(0, yaml.safe_dump(cluster_cfg))
     if cgroup_v1() if v1 is None else v1:
         patches.append(yaml.safe_dump({"kind": "KubeletConfiguration", "failCgroupV1": False}))
     if patches:
         cfg["kubeadmConfigPatches"] = patches
     return cfg
+
+
+# The control plane's Go runtime: GOGC 400 (a collection when the heap has grown by 4x its live
+# size, not the default 1x) under a soft GOMEMLIMIT, past which Go collects as needed whatever GOGC
+# says, as on the local cluster: a kind cluster lives minutes, so memory is traded for CPU.
+GO_GC = "400"
+GO_MEMORY_LIMIT = {"apiServer": "2GiB", "controllerManager": "512MiB", "scheduler": "384MiB", "etcd": "512MiB"}
+# cAdvisor's per-container housekeeping (stats the kubelet collects for the summary API and its
+# eviction manager): every 30 s instead of 10-15 s. No suite or controller reads container stats.
+HOUSEKEEPING_INTERVAL = "30s"
+
+
+def _go_env(component: str) -> list[dict[str, str]]:
+    return [{"name": "GOGC", "value": GO_GC}, {"name": "GOMEMLIMIT", "value": GO_MEMORY_LIMIT[component]}]
+
+
+def throwaway_cluster_patches(cluster_cfg: dict[str, Any]) -> list[str]:
+    """Settings of a throwaway test cluster (`kind.test_cluster_settings`, default on; kubeadm
+    v1beta4, the API kind uses for Kubernetes >= 1.36, as the node image built here is): GOGC and
+    GOMEMLIMIT of the API server, controller manager, scheduler and etcd (`cluster_cfg` gains
+    them), ECDSA P-256 keys for every certificate kubeadm makes (cheaper TLS handshakes on every
+    connection), and the kubelets' cAdvisor housekeeping (`HOUSEKEEPING_INTERVAL`). The other
+    patches (kubelet flags) are returned; kind itself already turns off image garbage collection
+    and the disk eviction thresholds."""
+    for component in ("apiServer", "controllerManager", "scheduler"):
+        cluster_cfg[component] = {"extraEnvs": _go_env(component)}
+    cluster_cfg["etcd"]["local"]["extraEnvs"] = _go_env("etcd")
+    cluster_cfg["encryptionAlgorithm"] = "ECDSA-P256"
+    kubelet_args = {"kubeletExtraArgs": [{"name": "housekeeping-interval", "value": HOUSEKEEPING_INTERVAL}]}
+    return [
+        yaml.safe_dump({"kind": doc, "nodeRegistration": kubelet_args})
+        for doc in ("InitConfiguration", "JoinConfiguration")
+    ]
 
 
 def kind_settings(profile: Profile) -> dict[str, Any]:
@@ -375,6 +408,7 @@ class KindCluster:
     sleep: Callable[[float], None] = time.sleep
     log: list[str] = field(default_factory=list)
     env: dict[str, str] | None = None  # the engine's DOCKER_HOST for kind and docker
+    held: frozenset[str] = frozenset()  # images the node image holds (`images` sets it): never loaded
 
     @property
     def kubeconfig(self) -> Path:
@@ -424,8 +458,8 @@ class KindCluster:
         """The pod network, then every node Ready, then the labels the kubelet may not set."""
         timeout = f"--timeout={int(self.profile.ready_seconds)}s"
         endpoint = f"{self.name}-control-plane:6443"
-        steps = [
-            Cmd(self.load(image), f"load the pod network image {image}"),
+        steps = [] if image in self.held else [Cmd(self.load(image), f"load the pod network image {image}")]
+        steps += [
             Cmd(
                 self._kubectl("apply", "--server-side", "-f", "-"),
                 "install the pod network",
@@ -447,8 +481,14 @@ class KindCluster:
                 )
         return steps
 
-    def load(self, *images: str) -> tuple[str, ...]:
-        return (self.tools.kind, "load", "docker-image", *images, "--name", self.name)
+    def load(self, *images: str, node: str | None = None) -> tuple[str, ...]:
+        """`kind load` of `images` into every node, or into `node` only."""
+        only = ("--nodes", node) if node else ()
+        return (self.tools.kind, "load", "docker-image", *images, "--name", self.name, *only)
+
+    @property
+    def control_plane(self) -> str:
+        return f"{self.name}-control-plane"
 
     def gpu_patch(self, node: str) -> Cmd:
         t = self.profile.topology
@@ -467,16 +507,16 @@ class KindCluster:
         )
 
     def plan_install(self, controllers: dict[str, tuple[str, list[dict[str, Any]]]], workload: list[str]) -> list[Cmd]:
-        """Load the controller and workload images, apply both rendered manifests server-side
-        (Kueue's CRDs exceed the client-side annotation limit), wait for the controllers,
-        advertise GPUs, create the Kueue Topology and ResourceFlavor (retried: the webhook may
-        not serve yet). `controllers`: component -> (image, rendered docs)."""
-        steps = [
-            Cmd(
-                self.load(*[img for img, _ in controllers.values()], *workload),
-                "load the controller and workload images",
-            )
-        ]
+        """Load the controller images into the control-plane node (where they run) and the
+        workload images the node image does not hold into every node, apply both rendered
+        manifests server-side (Kueue's CRDs exceed the client-side annotation limit), wait for the
+        controllers, advertise GPUs, create the Kueue Topology and ResourceFlavor (retried: the
+        webhook may not serve yet). `controllers`: component -> (image, rendered docs)."""
+        images = [img for img, _ in controllers.values()]
+        steps = [Cmd(self.load(*images, node=self.control_plane), "load the controller images")]
+        missing = [img for img in workload if img not in self.held]
+        if missing:
+            steps.append(Cmd(self.load(*missing), "load the workload images"))
         for comp, (image, docs) in controllers.items():
             steps.append(
                 Cmd(
@@ -604,13 +644,9 @@ class KindCluster:
         refs: dict[str, str] = {}
         given = self.settings.get("node_image")
         built = nodeimage.ensure(engine, self._node_inputs(progress), progress, node=not given)
-        refs["node"], refs["cni"] = str(given or built.node), built.cni
-        agnhost = built.agnhost
-        refs["agnhost"] = agnhost
-        for name, tag in WORKLOAD_TAGS.items():
-            ref = f"{nodeimage.LOCAL}/workload:{self.profile.versions['kubernetes']}-{tag}"
-            engine.run("tag", agnhost, ref)
-            refs[name] = ref
+        refs["node"], refs["cni"], refs["agnhost"] = str(given or built.node), built.cni, built.agnhost
+        refs.update(built.workloads)
+        self.held = built.preloaded
         for comp in CONTROLLERS:
             binary = self._binary(comp, comp, progress)
             ref = f"{nodeimage.LOCAL}/{comp}:{self.profile.versions[comp]}-{_sha12(binary)}"
@@ -649,7 +685,9 @@ class KindCluster:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.engine_file.write_text(json.dumps({"host": engine.host, "private": engine.private}))
         started = time.monotonic()
+        phases: dict[str, float] = {}
         refs = self.images(engine, progress)
+        phases["images"] = time.monotonic() - started
         local_image = not self.settings.get("node_image")
         self.config_file.write_text(
             yaml.safe_dump(kind_config(self.profile, self.name, local_image=local_image), sort_keys=False)
@@ -660,21 +698,26 @@ class KindCluster:
         )
         try:
             self._network(engine)
+            mark = time.monotonic()
             for cmd in self.plan_create(refs["node"]):
                 self.execute(cmd)
+            phases["create"], mark = time.monotonic() - mark, time.monotonic()
             progress(f"kind cluster '{self.name}': pod network, nodes Ready")
             for cmd in self.plan_network(refs["cni"]):
                 self.execute(cmd)
+            phases["network"], mark = time.monotonic() - mark, time.monotonic()
             progress(f"installing LWS {self.profile.versions['lws']} and Kueue {self.profile.versions['kueue']}")
             controllers = {c: (refs[c], self._controller_docs(c, refs[c])) for c in CONTROLLERS}
             for cmd in self.plan_install(controllers, [refs[n] for n in (*WORKLOAD_TAGS, "agnhost")]):
                 self.execute(cmd)
             server = self._server_version()
             topology = self._real_capacity()
+            phases["controllers"] = time.monotonic() - mark
         except BaseException:
             self.down()
             raise
-        progress(f"kind cluster '{self.name}' up in {time.monotonic() - started:.0f}s")
+        each = ", ".join(f"{phase} {seconds:.0f}s" for phase, seconds in phases.items())
+        progress(f"kind cluster '{self.name}' up in {time.monotonic() - started:.0f}s ({each})")
         versions = {"kubernetes": server, "lws": self.profile.versions["lws"], "kueue": self.profile.versions["kueue"]}
         handle = ClusterHandle(
             provider="kind",

@@ -9,8 +9,11 @@ What goes in, all from sources this machine reaches:
   kube-controller-manager, kube-scheduler and kube-proxy (the same build), etcd (versions.etcd),
   CoreDNS (kind.coredns_version) and pause (compiled from the Kubernetes module's
   build/pause/linux/pause.c), loaded into the node's containerd ahead of time;
-- the harness's own images the cluster needs: the pod network daemon (`kindnode/cni-daemon`) and
-  the e2e test image agnhost, loaded by the kind provider after the cluster is up.
+- the harness's own images every cluster needs, loaded into the node's containerd too (so no
+  cluster loads them again): the pod network daemon (`kindnode/cni-daemon`) and the e2e test image
+  agnhost, also under the workload tags the suites' pods name (`WORKLOAD_TAGS`);
+- the Go runtime's garbage collector of the node's kubelet and containerd (systemd drop-ins,
+  `GO_GC`): a kind cluster lives minutes, so memory is traded for CPU as on the local cluster.
 
 The image is tagged `lwsc.local/kind-node:<kubernetes>-<key>`, the key hashing every input
 (binaries, packages, files, this module), and labelled with it: an image whose label does not
@@ -70,6 +73,13 @@ WAIT_CONTAINERD = (
     "&& exit 0; sleep 0.1; done; exit 1"
 )
 PATH_ENV = "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The workload images the suites name, on a kind node: agnhost (Kubernetes' e2e test image)
+# pausing, under two tags so a rolling update changes the image for real (suite name -> tag).
+WORKLOAD_TAGS = {"workload": "a", "workload-update": "b"}
+# GOGC and the soft GOMEMLIMIT of the node's Go daemons (the local cluster's GOGC; each limit
+# ~4x the daemon's idle heap on a kind node, past which Go collects as needed whatever GOGC says).
+GO_GC = "400"
+GO_MEMORY_LIMIT = {"kubelet": "256MiB", "containerd": "256MiB"}
 NODE_SETUP = r"""
 set -eu
 chmod 755 /kind /kind/bin
@@ -120,6 +130,16 @@ class NodeInputs:
 
 def pause_ref() -> str:
     return f"{REGISTRY}/pause:{PAUSE_VERSION}"
+
+
+def workload_ref(kubernetes: str, tag: str) -> str:
+    return f"{LOCAL}/workload:{kubernetes}-{tag}"
+
+
+def go_dropin(daemon: str) -> tuple[str, bytes, int]:
+    """The systemd drop-in that starts `daemon` with `GO_GC` and its `GO_MEMORY_LIMIT`."""
+    text = f'[Service]\nEnvironment="GOGC={GO_GC}" "GOMEMLIMIT={GO_MEMORY_LIMIT[daemon]}"\n'
+    return (f"/etc/systemd/system/{daemon}.service.d/20-lwsc-go-gc.conf", text.encode(), 0o644)
 
 
 def kind_base_files(kind_version: str) -> Path:
@@ -295,6 +315,12 @@ class Built:
     node: str  # "" when only the helper images were asked for
     cni: str
     agnhost: str
+    workloads: dict[str, str]  # suite image name -> the workload tag of agnhost
+
+    @property
+    def preloaded(self) -> frozenset[str]:
+        """The harness's images the node image's containerd holds (none without a node image)."""
+        return frozenset((self.cni, self.agnhost, *self.workloads.values())) if self.node else frozenset()
 
 
 def add_parent_dirs(tar: tarfile.TarFile, dirs: set[str], name: str) -> None:
@@ -327,9 +353,13 @@ def ensure(engine: Engine, inputs: NodeInputs, progress: Progress, node: bool = 
     k8s_dir = Path(module_download("k8s.io/kubernetes", inputs.kubernetes)["Dir"])
     pause_c = k8s_dir / "build" / "pause" / "linux" / "pause.c"
     key = node_key(inputs, pause_c)
-    built = Built(node_tag(inputs, key) if node else "", helper_tag("kind-cni", key), helper_tag("agnhost", key))
+    workloads = {name: workload_ref(inputs.kubernetes, tag) for name, tag in WORKLOAD_TAGS.items()}
+    built = Built(
+        node_tag(inputs, key) if node else "", helper_tag("kind-cni", key), helper_tag("agnhost", key), workloads
+    )
     wanted = [r for r in (built.node, built.cni, built.agnhost) if r]
     if all(present(engine, r, key) for r in wanted):
+        _tag_workloads(engine, built)
         return built
     with cache.locked(f"kind-node-{key}"):
         remove_build_leftovers(engine)
@@ -364,6 +394,7 @@ def ensure(engine: Engine, inputs: NodeInputs, progress: Progress, node: bool = 
             entries.append(("/tmp/", b"", 0o1777))
             entries += [(f"/bin/{tool}", Link("busybox"), 0o777) for tool in BUSYBOX_TOOLS]
             import_image(engine, built.agnhost, entries, ['ENTRYPOINT ["/agnhost"]', 'CMD ["pause"]'], key)
+        _tag_workloads(engine, built)
         if built.node and not present(engine, built.node, key):
             progress("kind node image: component images (" + ", ".join(inputs.images()) + ")")
             for ref, binary in inputs.images().items():
@@ -375,11 +406,16 @@ def ensure(engine: Engine, inputs: NodeInputs, progress: Progress, node: bool = 
                 else:
                     import_image(engine, ref, entries, changes, key)
             progress(f"kind node image: assembling {built.node}")
-            _assemble(engine, inputs, base, binaries, built.node, key)
+            _assemble(engine, inputs, base, binaries, built.node, key, sorted(built.preloaded))
             progress(f"kind node image: built {built.node} in {time.monotonic() - started:.0f}s")
         shutil.rmtree(work, ignore_errors=True)
         prune_stale(engine, key)
         return built
+
+
+def _tag_workloads(engine: Engine, built: Built) -> None:
+    for ref in built.workloads.values():
+        engine.run("tag", built.agnhost, ref)
 
 
 def prune_stale(engine: Engine, key: str) -> list[str]:
@@ -406,6 +442,7 @@ def _node_files(inputs: NodeInputs, binaries: dict[str, Path]) -> list[tuple[str
     entries.append(("/usr/local/bin/crictl", binaries["crictl"], 0o755))
     entries.append(("/usr/local/bin/ctr", FILES / "ctr", 0o755))
     entries.append(("/kind/version", inputs.kubernetes.encode(), 0o644))
+    entries += [go_dropin(daemon) for daemon in sorted(GO_MEMORY_LIMIT)]
     # kind applies these unless the cluster config disables them; the kind provider disables the
     # default CNI and installs the pod network itself, and the storage class is its own.
     entries.append(("/kind/manifests/default-cni.yaml", b"# the kind provider installs the pod network\n", 0o644))
@@ -421,7 +458,11 @@ def _node_files(inputs: NodeInputs, binaries: dict[str, Path]) -> list[tuple[str
     return entries
 
 
-def _assemble(engine: Engine, inputs: NodeInputs, base: str, binaries: dict[str, Path], ref: str, key: str) -> None:
+def _assemble(
+    engine: Engine, inputs: NodeInputs, base: str, binaries: dict[str, Path], ref: str, key: str, extra: list[str]
+) -> None:
+    """The node image `ref`: `base`, the node's files, and kubeadm's images plus `extra` (the
+    harness's images every cluster needs) in its containerd."""
     cid = engine.run(
         "run", "-d", "--label", BUILD_LABEL, "--security-opt", "seccomp=unconfined", "--entrypoint", "sleep", base,
         "infinity",
@@ -435,10 +476,10 @@ def _assemble(engine: Engine, inputs: NodeInputs, base: str, binaries: dict[str,
             WAIT_CONTAINERD,
         )  # fmt: skip
         archive = subprocess.run(
-            [engine.docker, "save", *inputs.images()], capture_output=True, env=engine.env(), check=False
+            [engine.docker, "save", *inputs.images(), *extra], capture_output=True, env=engine.env(), check=False
         )
         if archive.returncode != 0:
-            raise InfraError(f"docker save of the component images failed: {archive.stderr.decode()[-200:]}")
+            raise InfraError(f"docker save of the node's images failed: {archive.stderr.decode()[-200:]}")
         engine.run(
             "exec", "-i", cid, "/usr/bin/ctr", "--namespace=k8s.io", "images", "import",
             "--all-platforms", "--no-unpack", "--digests", "-", stdin=archive.stdout,
