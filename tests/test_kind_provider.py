@@ -126,7 +126,7 @@ def test_a_node_image_built_here_gets_the_throwaway_cluster_settings_unless_turn
     """GOGC/GOMEMLIMIT for every control-plane component and etcd, ECDSA keys, and the kubelets'
     cAdvisor housekeeping, as kubeadm v1beta4 fields (lists of name/value); kind.test_cluster_settings
     false gives kind's own configuration; a given node image (any kubeadm API) gets none of it."""
-    c = make(tmp_path)
+    c = make(tmp_path, "kind.test_cluster_settings=true")
     cfg = kind.kind_config(c.profile, "lwsc", local_image=True, v1=False)
     patches = [yaml.safe_load(p) for p in cfg["kubeadmConfigPatches"]]
     cluster = patches[0]
@@ -139,9 +139,9 @@ def test_a_node_image_built_here_gets_the_throwaway_cluster_settings_unless_turn
         {"kind": "InitConfiguration", "nodeRegistration": housekeeping},
         {"kind": "JoinConfiguration", "nodeRegistration": housekeeping},
     ]
-    off = make(tmp_path, "kind.test_cluster_settings=false")
-    (only,) = kind.kind_config(off.profile, "lwsc", local_image=True, v1=False)["kubeadmConfigPatches"]
-    assert set(yaml.safe_load(only)) == {"kind", "etcd", "dns"}
+    for off in (make(tmp_path, "kind.test_cluster_settings=false"), make(tmp_path)):  # off by default
+        (only,) = kind.kind_config(off.profile, "lwsc", local_image=True, v1=False)["kubeadmConfigPatches"]
+        assert set(yaml.safe_load(only)) == {"kind", "etcd", "dns"}
 
 
 def test_network_plan_installs_the_pod_network_then_waits_for_every_node(tmp_path: Path) -> None:

@@ -240,7 +240,7 @@ def kind_config(profile: Profile, cluster: str, local_image: bool = False, v1: b
             "etcd": {"local": {"imageTag": profile.versions["etcd"]}},
             "dns": {"imageTag": str(s.get("coredns_version") or "v1.14.3")},
         }
-        if s.get("test_cluster_settings", True):
+        if s.get("test_cluster_settings", False):
             patches += throwaway_cluster_patches(cluster_cfg)
         patches.insert(0, yaml.safe_dump(cluster_cfg))
     if cgroup_v1() if v1 is None else v1:
@@ -265,7 +265,7 @@ def _go_env(component: str) -> list[dict[str, str]]:
 
 
 def throwaway_cluster_patches(cluster_cfg: dict[str, Any]) -> list[str]:
-    """Settings of a throwaway test cluster (`kind.test_cluster_settings`, default on; kubeadm
+    """Settings of a throwaway test cluster (`kind.test_cluster_settings`, default off; kubeadm
     v1beta4, the API kind uses for Kubernetes >= 1.36, as the node image built here is): GOGC and
     GOMEMLIMIT of the API server, controller manager, scheduler and etcd (`cluster_cfg` gains
     them), ECDSA P-256 keys for every certificate kubeadm makes (cheaper TLS handshakes on every
