@@ -251,20 +251,6 @@ def test_run_list_prints_every_fix_with_a_result_or_not_run(tmp_path: Path) -> N
     assert proc.stdout.rstrip().endswith("1 of 2 not run yet")
 
 
-def test_harness_used_is_the_checkouts_head_and_dirty_when_it_differed_or_moved_code() -> None:
-    a, b = "a" * 40, "b" * 40
-    assert histlib.harness_used((a, False), (a, False), False, a, True) == (a, False, "")
-    assert histlib.harness_used((a, False), (a, True), False, a + "-dirty", True) == (a, True, "")
-    # HEAD moved during the run: by a commit of results only (clean), or of code the run may have read
-    assert histlib.harness_used((a, False), (b, False), False, b, True) == (a, False, "")
-    assert histlib.harness_used((a, False), (b, False), True, b, True)[1] is True
-    # no summary.json: nothing to cross-check
-    assert histlib.harness_used((a, True), (a, False), False, None, False) == (a, True, "")
-    # the run reports another checkout's commit (the venv's editable install ran, not this worktree)
-    commit, _, problem = histlib.harness_used((a, False), (a, False), False, "f468e3f222", False)
-    assert commit == a and problem == f"the run reports harness commit f468e3f222, not this checkout's {a[:12]}"
-
-
 def test_harness_summary_counts_results_by_commit_and_dirty() -> None:
     a, b = "a" * 40, "b" * 40
     rs = [

@@ -219,28 +219,6 @@ def record(
     return reclassify(res)
 
 
-def harness_used(
-    start: tuple[str, bool],
-    end: tuple[str, bool],
-    code_moved: bool,
-    reported: str | None,
-    reported_on_path: bool,
-) -> tuple[str, bool, str]:
-    """(commit, dirty, problem) of the harness one run used, from the checkout's (HEAD, dirty) when
-    it started and ended, whether HEAD moved to different code meanwhile (a commit of results only
-    is no change), and the commit the run's summary.json reports (None without one) with whether
-    that commit is the start's, the end's or one between. `problem` (else "") says the run used
-    another checkout's code: its verdicts are not this harness's."""
-    dirty = start[1] or end[1] or code_moved
-    problem = ""
-    if reported and not reported_on_path:
-        problem = (
-            f"the run reports harness commit {reported.removesuffix('-dirty')[:12]}, not this checkout's "
-            f"{start[0][:12]}" + (f"..{end[0][:12]}" if end[0] != start[0] else "")
-        )
-    return start[0], dirty, problem
-
-
 def harness_summary(results: Iterable[Result]) -> str:
     """The harness commits the recorded results used, e.g. `1a2b3c4d5e6f (12 fixes), 7a8b9c0d1e2f
     dirty (1 fix)`, most used first."""
