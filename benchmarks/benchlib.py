@@ -115,9 +115,12 @@ def baseline_in(path: Path) -> Baseline | None:
 
 
 def baseline_files(project: Path = PROJECT) -> list[Path]:
-    """Where runs of the pinned versions are on record."""
+    """Where runs of the pinned versions are on record: the coverage runs, the full runs kept as
+    benchmarks/results/<name>/summary.json, and the full pinned run of the history benchmark."""
+    results = project / "benchmarks" / "results"
     return [
-        *sorted((project / "benchmarks" / "results").glob("coverage-*.json")),
+        *sorted(results.glob("coverage-*.json")),
+        *sorted(results.glob("*/summary.json")),
         project / "benchmarks" / "history" / "results.json",
     ]
 

@@ -169,6 +169,10 @@ def test_the_baseline_is_the_newest_run_of_the_pinned_versions_or_the_one_named(
         json.dumps({"started": "2026-12-08T00:00:00+0000", "versions": {"lws": "v0.10.0"}, "families": {}})
     )
     assert benchlib.baseline_of(PINNED, project=tmp_path).source.endswith("coverage-2026-12-07.json")
+    kept = tmp_path / "benchmarks" / "results" / "full-run" / "summary.json"  # a full run kept with its summary
+    kept.parent.mkdir()
+    kept.write_text(json.dumps({"started": "2026-12-07T09:00:00+0000", "versions": PINNED, "requirements": []}))
+    assert benchlib.baseline_of(PINNED, project=tmp_path).source == str(kept)
     # the one named, read as a coverage run (red in any family: red) or a run's summary.json
     named = benchlib.baseline_of(PINNED, coverage, project=tmp_path)
     assert named.source == str(coverage) and named.verdicts == {"X-001": "failed", "ROLL-ATOM-001": "passed"}

@@ -206,3 +206,31 @@ def test_an_unobtainable_start_version_is_one_line_before_any_build(tmp_path: Pa
         assert proc.stderr.splitlines() == errors, "a usage error says nothing else"
     assert not (tmp_path / "cache" / "bin").exists() and not (tmp_path / "state").exists()
     assert list(tmp_path.iterdir()) == []  # no reports/, nothing cached
+
+
+def test_one_command_builds_a_directory_source_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lwsc run` builds a directory source before pytest starts and brings its cluster up with
+    that build, not with a second `go mod tidy` and link of the same tree (minutes for Kueue); the
+    next command brings the tree up to date."""
+    from lws_conformance.toolchain import gobuild
+
+    monkeypatch.setenv("LWSC_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "kueue-tree"
+    src.mkdir()
+    steps: list[str] = []
+
+    def go(cmd: list[str], cwd: Path, log: Path, label: str, progress: object, expected: int | None = None) -> int:
+        steps.append(cmd[1])
+        if cmd[1] == "build":
+            Path(cmd[cmd.index("-o") + 1]).write_bytes(b"\x7fELF kueue")
+        return 3
+
+    monkeypatch.setattr(gobuild, "_run_with_progress", go)
+    monkeypatch.setattr(gobuild, "go_binary", lambda: "go")
+    monkeypatch.setattr(gobuild, "_BUILT_HERE", set())
+    first = build("kueue", "v0.17.0", str(src), lambda _m: None)
+    assert build("kueue", "v0.17.0", str(src), lambda _m: None) == first
+    assert steps == ["mod", "build"]
+    monkeypatch.setattr(gobuild, "_BUILT_HERE", set())  # another command
+    assert build("kueue", "v0.17.0", str(src), lambda _m: None) == first
+    assert steps == ["mod", "build", "mod", "build"]

@@ -28,6 +28,10 @@ TRANSIENT = "\r"  # a progress message starting with it may be rewritten in plac
 NO_BUILD_ENV = "LWSC_NO_BUILD"
 # Packages a cold `go build -v` compiles (measured here); the first estimate before any build of ours.
 COLD_PACKAGES = {"etcd": 650, "kubernetes": 2550, "kwok": 630, "lws": 655, "kueue": 1315, "kind": 250}
+# The cache entries of directory sources this process has built: one command builds a directory
+# once (`lwsc run` builds before pytest starts, then brings its cluster up with that build), not
+# again at every bring-up; the next command brings it up to date.
+_BUILT_HERE: set[Path] = set()
 
 
 def not_built(whats: list[str], log: Path, profile_name: str = "default") -> InfraError:
@@ -194,7 +198,11 @@ def build(
 
         # Inside a test run a directory's build is the one made before pytest started (`lwsc run`,
         # `lwsc build`): it is used as it is, not brought up to date.
-        fixed = builds_forbidden() or (immutable(source) and all(immutable(t) for t in replace.values()))
+        fixed = (
+            builds_forbidden()
+            or out in _BUILT_HERE
+            or (immutable(source) and all(immutable(t) for t in replace.values()))
+        )
         if fixed and out.is_dir():
             wrong = cache.damaged(out, recipe.binaries)
             if wrong is None:
@@ -241,5 +249,6 @@ def build(
         cache.seal(tmp, recipe.binaries)
         shutil.rmtree(out, ignore_errors=True)
         tmp.rename(out)
+        _BUILT_HERE.add(out)
         progress(f"{label}: built in {time.monotonic() - started:.0f}s -> {out}")
         return out
