@@ -126,6 +126,24 @@ def from_revision(events: list[Event], revision: str) -> list[facts.StsStep]:
     return steps[first:]
 
 
+def ready_again_when_the_update_moved(
+    events: list[Event], worker: str, steps: list[facts.StsStep], r: int
+) -> str | None:
+    """The test's precondition lost: `worker`, made unready by a test writing what a kubelet writes
+    (test_rollout_faults `_unready`), Ready again when LWS first moved the partition. A real kubelet (kind) owns
+    the pod's status and writes its own probe result back; LWS then rightly counts group 1 ready,
+    and the first step says nothing of an unready group: no verdict."""
+    first = next((s for s in steps if s.partition < r), None)
+    seen = [e for e in events if e.kind == "Pod" and e.obj.get("name") == worker and first and e.t <= first.t]
+    if first is None or not seen or not seen[-1].obj.get("ready"):
+        return None
+    return (
+        f"InfraError: the test's precondition did not hold (not an LWS/Kueue verdict): {worker}, made unready "
+        f"before the update, was Ready again at t={seen[-1].t:.2f}s, when LWS first moved the partition "
+        f"(t={first.t:.2f}s, to {first.partition}): its kubelet wrote its own readiness back"
+    )
+
+
 def moved_below(part: int, old: str) -> Any:
     """Violation check for `observe`: a pod of a group below the partition left revision `old`."""
 

@@ -15,6 +15,7 @@ import pytest
 
 from lws_conformance.testing import (
     Claims,
+    InfraError,
     LocalCluster,
     Scenario,
     WaitTimeout,
@@ -35,6 +36,7 @@ from .rollout_support import (
     moved_below,
     one_revision,
     pods_at,
+    ready_again_when_the_update_moved,
     reconcile_window,
     recorded,
     rollout_lws,
@@ -243,6 +245,8 @@ def test_update_counts_an_already_unhealthy_group_against_max_unavailable(
         one_revision(sc, name, new)
     with claim("ROLL-FAULT-003"):
         steps = from_revision(events, new)
+        if lost := ready_again_when_the_update_moved(events, f"{name}-1-1", steps, r):
+            raise InfraError(lost)
         moved = [s.partition for s in steps if s.partition < r]
         assert moved and moved[0] == 3, f"first partition step {moved[:1]}, want 3 (group 1 already unready): {steps}"
         by_group = facts.revisions_by_group(events)
