@@ -43,6 +43,16 @@ def _assert_one_rack_per_group(pods: list[Obj], nodes: dict[str, dict[str, str]]
     return {g: next(iter(r)) for g, r in racks.items()}
 
 
+def _assert_one_host_per_subgroup(pods: list[Obj], nodes: dict[str, dict[str, str]], host_key: str, want: int) -> None:
+    """`want` subgroups, each whole on one host, no host shared by two of them."""
+    hosts = P.domains(pods, nodes, host_key, f"{PREFIX}subgroup-key")
+    assert len(hosts) == want, f"expected {want} subgroups, got {sorted(hosts)}"
+    split = {k: h for k, h in hosts.items() if len(h) != 1}
+    assert not split, f"subgroups spread over several hosts: {split}"
+    taken = [next(iter(h)) for h in hosts.values()]
+    assert len(set(taken)) == len(taken), f"hosts shared by several subgroups: {sorted(taken)}"
+
+
 @pytest.mark.requirement("LWS-EXCL-001")
 @pytest.mark.destructive  # needs every rack (or host) free: the whole capacity
 def test_each_group_gets_a_rack_of_its_own(scenario: Scenario) -> None:
@@ -136,12 +146,7 @@ def test_subgroups_get_a_host_of_their_own(scenario: Scenario) -> None:
     nodes = sc.node_labels()
     _assert_one_rack_per_group(pods, nodes, topo.rack_label)
 
-    hosts = P.domains(pods, nodes, topo.hostname_label, f"{PREFIX}subgroup-key")
-    assert len(hosts) == replicas * subgroups, f"expected {replicas * subgroups} subgroups, got {sorted(hosts)}"
-    split = {k: h for k, h in hosts.items() if len(h) != 1}
-    assert not split, f"subgroups spread over several hosts: {split}"
-    taken = [next(iter(h)) for h in hosts.values()]
-    assert len(set(taken)) == len(taken), f"hosts shared by several subgroups: {sorted(taken)}"
+    _assert_one_host_per_subgroup(pods, nodes, topo.hostname_label, replicas * subgroups)
 
 
 @pytest.mark.requirement("LWS-EXCL-003")
@@ -178,12 +183,7 @@ def test_subgroups_keep_apart_with_room_to_share(scenario: Scenario) -> None:
         lambda ps: P.live(ps) if P.names(ps) == expected and all(map(P.pod_ready, P.live(ps))) else None,
         f"{replicas} groups of {size} Ready",
     )
-    hosts = P.domains(pods, nodes, topo.hostname_label, f"{PREFIX}subgroup-key")
-    assert len(hosts) == replicas * subgroups, f"expected {replicas * subgroups} subgroups, got {sorted(hosts)}"
-    split = {k: h for k, h in hosts.items() if len(h) != 1}
-    assert not split, f"subgroups spread over several hosts: {split}"
-    taken = [next(iter(h)) for h in hosts.values()]
-    assert len(set(taken)) == len(taken), f"hosts shared by several subgroups: {sorted(taken)}"
+    _assert_one_host_per_subgroup(pods, nodes, topo.hostname_label, replicas * subgroups)
 
 
 ANCHOR = "lwsc.x-k8s.io/anchor"  # the label of the pod the user's own affinity term points at
