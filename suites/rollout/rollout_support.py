@@ -179,6 +179,14 @@ def set_partition(sc: Scenario, name: str, partition: int) -> None:
     sc.patch_lws(name, {"spec": {"rolloutStrategy": {"rollingUpdateConfiguration": {"partition": partition}}}})
 
 
+def release_partition(sc: Scenario, name: str, replicas: int, size: int, new: str, done: str, pods: str) -> None:
+    """Set spec.partition 0, then wait for the update to finish (`done`: the LWS settled with
+    `replicas` groups) and for exactly those groups' pods Ready at revision `new` (`pods`)."""
+    set_partition(sc, name, 0)
+    sc.wait_lws(name, sc.settled(replicas), done)
+    sc.wait_pods(pods_at(name, replicas, size, lambda g: new), pods)
+
+
 def reconcile_window(config: pytest.Config) -> float:
     """The profile's `timeouts.reconcile_window_seconds`: how long a watched "must never happen"
     window lasts for the consequences of one LWS reconcile (its leader StatefulSet write, then the

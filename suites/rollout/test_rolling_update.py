@@ -56,6 +56,7 @@ from .rollout_support import (
     pods_at,
     reconcile_window,
     recorded,
+    release_partition,
     rollout_lws,
     set_partition,
 )
@@ -308,9 +309,7 @@ def test_partition_holds_lower_groups_until_lowered(
             # went on to update group 0 would show it within one reconcile's latency.
             violation = sc.observe_pods(moved_below(part, old), duration=reconcile_window(request.config))
             assert violation is None, violation
-        set_partition(sc, name, 0)
-        sc.wait_lws(name, sc.settled(r), "update done after partition 0")
-        sc.wait_pods(pods_at(name, r, size, lambda g: new), f"all pods at {new}")
+        release_partition(sc, name, r, size, new, "update done after partition 0", f"all pods at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
@@ -352,9 +351,7 @@ def test_partition_with_surge_keeps_surge_until_released(
         sc.wait_lws(name, held, "Available, updatedReplicas 2 (group 2 + surge group 3), replicas 4")
         new = leader_revision(sc, name)
         sc.wait_pods(pods_at(name, r + 1, size, lambda g: new if g >= 2 else old), "surge group 3 kept, 0-1 old")
-        set_partition(sc, name, 0)
-        sc.wait_lws(name, sc.settled(r), "update done, surge reclaimed")
-        sc.wait_pods(pods_at(name, r, size, lambda g: new), f"3 groups at {new}, no surge group")
+        release_partition(sc, name, r, size, new, "update done, surge reclaimed", f"3 groups at {new}, no surge group")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
@@ -416,9 +413,7 @@ def test_replicas_changed_mid_rollout(
         sc.wait_pods(
             pods_at(name, r1, size, lambda g: new if g >= below else old), f"{r1} groups: < {below} old, the rest new"
         )
-        set_partition(sc, name, 0)
-        sc.wait_lws(name, sc.settled(r1), f"update done with {r1} groups")
-        sc.wait_pods(pods_at(name, r1, size, lambda g: new), f"{r1} groups at {new}")
+        release_partition(sc, name, r1, size, new, f"update done with {r1} groups", f"{r1} groups at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):

@@ -22,12 +22,14 @@ from lws_conformance.testing import (
     artifact_dir,
     facts,
     node_containers,
+    run_in_pod,
     wait_pod_log,
     workloads,
 )
 from lws_conformance.testing import predicates as P
 
 from .rollout_claims import proves_invariants, verify_claims
+from .rollout_probe_support import OLD, READY_FILE, _container
 from .rollout_support import (
     bump_annotation,
     from_revision,
@@ -39,8 +41,8 @@ from .rollout_support import (
     ready_again_when_the_update_moved,
     reconcile_window,
     recorded,
+    release_partition,
     rollout_lws,
-    set_partition,
 )
 
 pytestmark = pytest.mark.cluster
@@ -84,9 +86,7 @@ def test_controller_restart_mid_rollout_updates_no_extra_group(
                 private_cluster.wait_log("lws", (needle, f'"name": "{key}"', sc.namespace), offset, 60)
             violation = sc.observe_pods(moved_below(part, old), duration=reconcile_window(request.config))
             assert violation is None, f"{violation} (kubernetes-sigs/lws#225 regression)"
-        set_partition(sc, name, 0)
-        sc.wait_lws(name, sc.settled(r), "update done after partition 0")
-        sc.wait_pods(pods_at(name, r, size, lambda g: new), f"all pods at {new}")
+        release_partition(sc, name, r, size, new, "update done after partition 0", f"all pods at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-REV-001"):
@@ -130,9 +130,7 @@ def test_controller_pod_deleted_mid_rollout_updates_no_extra_group(
                 )  # fmt: skip
             violation = sc.observe_pods(moved_below(part, old), duration=reconcile_window(request.config))
             assert violation is None, f"{violation} after the controller pod {gone['deleted']} was deleted"
-        set_partition(sc, name, 0)
-        sc.wait_lws(name, sc.settled(r), "update done after partition 0")
-        sc.wait_pods(pods_at(name, r, size, lambda g: new), f"all pods at {new}")
+        release_partition(sc, name, r, size, new, "update done after partition 0", f"all pods at {new}")
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-FAULT-006"):
@@ -177,11 +175,30 @@ def test_update_completes_when_every_old_group_is_unhealthy(
 
 
 def _unready(sc: Scenario, pod: str) -> None:
-    """What a kubelet writes when a running container's readiness probe starts failing: Ready and
-    ContainersReady False, the pod still Running (kwok's stages only play on Pending pods, so the
-    fake kubelet leaves this alone; no container restarted, so no restart policy reacts)."""
+    """Make `pod`'s readiness fail. On real kubelets its container's probe (`cat READY_FILE`, see
+    `_container`) fails once the test removes the file, and the kubelet reports the pod not Ready.
+    On the local cluster, where kwok runs no probe, the test writes what a kubelet writes then:
+    Ready and ContainersReady False, the pod still Running (kwok's stages only play on Pending
+    pods, so the fake kubelet leaves this alone). No container restarts either way, so no restart
+    policy reacts."""
+    if sc.cluster.provider != "local":
+        ran = run_in_pod(sc.api, sc.namespace, pod, "main", ["rm", "-f", READY_FILE], timeout=30)
+        if ran.returncode != 0:
+            raise InfraError(
+                f"could not fail {pod}'s readiness probe: rm exited {ran.returncode}: {ran.stderr.strip()!r}"
+            )
+        return
     conds = [{"type": t, "status": "False", "reason": "ReadinessProbeFailed"} for t in ("ContainersReady", "Ready")]
     sc.core.patch_namespaced_pod_status(pod, sc.namespace, {"status": {"conditions": conds}})
+
+
+def _probed_rollout_lws(name: str, r: int, size: int, mu: int) -> dict[str, Any]:
+    """`rollout_lws` whose workers have an exec readiness probe that passes while READY_FILE exists
+    (their command writes it at start), so a real kubelet's probe can be made to fail."""
+    obj = rollout_lws(name, r, size, mu=mu)
+    spec = obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+    spec.update(containers=[_container(OLD)], terminationGracePeriodSeconds=1)
+    return obj
 
 
 def _unready_group_counted_ready(sc: Scenario, name: str, group: int, worker: str) -> str | None:
@@ -220,7 +237,7 @@ def test_update_counts_an_already_unhealthy_group_against_max_unavailable(
     ROLL-AVAIL-001); the update then completes, replacing group 1 too."""
     sc, name, r, size = scenario, "uh", 4, 2
     with recorded(sc) as tl:
-        sc.create(rollout_lws(name, r, size, mu=2))
+        sc.create(_probed_rollout_lws(name, r, size, mu=2))
         sc.wait_lws(name, sc.settled(r), f"Available with {r} groups")
         old = leader_revision(sc, name)
         _unready(sc, f"{name}-1-1")

@@ -30,6 +30,7 @@ from .rollout_support import (
     one_revision,
     pods_at,
     recorded,
+    release_partition,
     rollout_lws,
     set_partition,
 )
@@ -84,9 +85,9 @@ def test_second_template_change_mid_rollout(
         rev2 = sc.wait_pods(held(rev1, set()), f"groups 0-1 at {rev1}, groups 2-5 at revision 2, all Ready")
         bump_annotation(sc, name, "2")
         rev3 = sc.wait_pods(held(rev1, {rev2}), f"groups 0-1 at {rev1}, groups 2-5 at revision 3, all Ready")
-        set_partition(sc, name, 0)
-        sc.wait_lws(name, sc.settled(r), "update done after partition 0")
-        sc.wait_pods(pods_at(name, r, size, lambda g: rev3), f"{r} groups at {rev3}, no surge group")
+        release_partition(
+            sc, name, r, size, rev3, "update done after partition 0", f"{r} groups at {rev3}, no surge group"
+        )
 
     events = verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
     with claim("ROLL-MULTI-001"):

@@ -25,7 +25,16 @@ from lws_conformance.testing import Claims, Scenario, artifact_dir
 from lws_conformance.testing import predicates as P
 
 from .rollout_claims import proves_invariants, verify_claims
-from .rollout_support import LBL, NAME_LABEL, REVISION, leader_revision, pods_at, recorded, rollout_lws, set_partition
+from .rollout_support import (
+    LBL,
+    NAME_LABEL,
+    REVISION,
+    leader_revision,
+    recorded,
+    release_partition,
+    rollout_lws,
+    set_partition,
+)
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -208,7 +217,5 @@ def test_group_restarted_below_partition_keeps_its_revision(
                 f"group 0 rebuilt below the partition differs from its old revision (lws#280, PR #963), "
                 f"(old, rebuilt): {diff}"
             )
-        set_partition(sc, name, 0)
-        sc.wait_lws(name, sc.settled(2), "update done after partition 0")
-        sc.wait_pods(pods_at(name, 2, 3, lambda g: new), f"2 groups of 3 at {new}")
+        release_partition(sc, name, 2, 3, new, "update done after partition 0", f"2 groups of 3 at {new}")
     verify_claims(claim, tl, artifact_dir(tmp_path), request.node.name)
