@@ -182,7 +182,9 @@ def _unready(sc: Scenario, pod: str) -> None:
     pods, so the fake kubelet leaves this alone). No container restarts either way, so no restart
     policy reacts."""
     if sc.cluster.provider != "local":
-        ran = run_in_pod(sc.api, sc.namespace, pod, "main", ["rm", "-f", READY_FILE], timeout=30)
+        # busybox's rm: the test image is agnhost with busybox (the kind image's /bin holds only
+        # busybox's shell tools; agnhost's own image is built on busybox)
+        ran = run_in_pod(sc.api, sc.namespace, pod, "main", ["/bin/busybox", "rm", "-f", READY_FILE], timeout=30)
         if ran.returncode != 0:
             raise InfraError(
                 f"could not fail {pod}'s readiness probe: rm exited {ran.returncode}: {ran.stderr.strip()!r}"
