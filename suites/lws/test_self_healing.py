@@ -30,6 +30,8 @@ from lws_conformance.testing import (
 )
 from lws_conformance.testing import predicates as P
 
+from ..rollout.rollout_support import reconcile_window
+
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 PREFIX = "leaderworkerset.sigs.k8s.io/"
@@ -284,6 +286,18 @@ def _terminating(uid: str) -> Any:
     return check
 
 
+def _still_held(sc: Scenario, name: str, uid: str, seconds: float) -> None:
+    """Watch StatefulSet `name` (`uid`) stay Terminating on HOLD for `seconds` (scaled); else the
+    test's precondition is lost: InfraError."""
+    lost = sc.observe_objects(
+        "StatefulSet",
+        lambda ss: None if _terminating(uid)(ss) else f"leader StatefulSet {name} {uid} no longer held",
+        seconds,
+    )
+    if lost:
+        raise InfraError(f"the test's precondition did not hold (not an LWS verdict): {lost}")
+
+
 def _counted(status: Obj) -> bool:
     """Does an LWS status (a timeline snapshot's) count any group, or say Available?"""
     counts = (status.get("replicas"), status.get("readyReplicas"), status.get("updatedReplicas"))
@@ -358,7 +372,9 @@ def _successor_violations(events: list[Event], name: str, old: Obj, new_uid: str
 
 
 @pytest.mark.requirement("LWS-DELETE-004")
-def test_recreated_lws_waits_for_its_predecessors_terminating_statefulset(scenario: Scenario, tmp_path: Path) -> None:
+def test_recreated_lws_waits_for_its_predecessors_terminating_statefulset(
+    scenario: Scenario, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """LWS rc is deleted (background) while a finalizer of the test's own holds its leader
     StatefulSet Terminating, and created again, same name, another template. While the old
     StatefulSet is held, the new LWS counts none of the old groups, leaves that StatefulSet as it
@@ -401,16 +417,12 @@ def test_recreated_lws_waits_for_its_predecessors_terminating_statefulset(scenar
                 lambda rs: not [r for r in rs if old_lws_uid in _owner_uids(r)],
                 "the predecessor's ControllerRevisions deleted",
             )
+            # LWS reads the StatefulSet from its informer's cache: one reconcile window for the
+            # cache to have the deletion too, else even a controller that waits would find a live
+            # StatefulSet and apply it (the same symptoms, no verdict on LWS).
+            _still_held(sc, name, old["uid"], reconcile_window(request.config))
             new_uid = sc.create(_marked(name, "second"))["metadata"]["uid"]
-            lost = sc.observe_objects(
-                "StatefulSet",
-                lambda ss: (
-                    None if _terminating(old["uid"])(ss) else f"leader StatefulSet {name} {old['uid']} no longer held"
-                ),
-                HELD_SECONDS,
-            )
-            if lost:
-                raise InfraError(f"the test's precondition did not hold (not an LWS verdict): {lost}")
+            _still_held(sc, name, old["uid"], HELD_SECONDS)
             _release(sc, name)
             sc.wait_statefulsets(lambda ss: not _with_uid(old["uid"])(ss), f"the predecessor's StatefulSet {name} gone")
 
