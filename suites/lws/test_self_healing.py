@@ -7,20 +7,30 @@ and deleting an LWS, with either propagation policy, must leave nothing running 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from lws_conformance.testing import (
     LWS_GROUP,
     LWS_PLURAL,
     LWS_VERSION,
+    Event,
+    Failures,
+    InfraError,
     Scenario,
+    artifact_dir,
+    record,
+    saved,
     to_dict,
     workloads,
 )
 from lws_conformance.testing import predicates as P
+
+from ..rollout.rollout_support import reconcile_window
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
@@ -220,3 +230,224 @@ def test_foreground_deletion_completes_and_leaves_nothing_behind(scenario: Scena
     resp = _delete_lws(sc, name, "Foreground")
     assert "foregroundDeletion" in (resp.get("metadata", {}).get("finalizers") or []), resp.get("metadata")
     assert _left(sc) == {}, "objects outlived a foreground-deleted LWS"
+
+
+# A finalizer of the test's own: it keeps the predecessor's leader StatefulSet Terminating, as a
+# third party's finalizer (a backup or GitOps tool) would.
+HOLD = "lws-conformance.test/hold"
+SMP = "application/strategic-merge-patch+json"
+TEMPLATE_MARK = "lwsc.x-k8s.io/template"
+REVISION = f"{PREFIX}template-revision-hash"
+# How long (plain seconds, scaled by the waits) the predecessor's StatefulSet stays held after the
+# new LWS exists: two of the 5 s requeues with which LWS waits for it (RequeueAfter in
+# leaderworkerset_controller.go@v0.9.0 L131-L133), each of which must wait again. A controller
+# that does not wait writes on its first reconcile of the new LWS, well under a second here
+# (timeouts.reconcile_window_seconds).
+HELD_SECONDS = 12.0
+
+
+def _marked(name: str, mark: str) -> Obj:
+    """An LWS of 2 groups of 2 whose leader and worker templates carry annotation TEMPLATE_MARK=`mark`:
+    two marks, two templates (and two template-revision-hashes)."""
+    obj = workloads.lws(name, replicas=2, size=2)
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    for key in ("leaderTemplate", "workerTemplate"):
+        lwt[key].setdefault("metadata", {}).setdefault("annotations", {})[TEMPLATE_MARK] = mark
+    return obj
+
+
+def _hold(sc: Scenario, name: str) -> None:
+    sc.apps.patch_namespaced_stateful_set(name, sc.namespace, {"metadata": {"finalizers": [HOLD]}}, _content_type=SMP)
+
+
+def _release(sc: Scenario, name: str) -> None:
+    """Drop HOLD from StatefulSet `name` (a no-op on one without it; gone is fine)."""
+    try:
+        sc.apps.patch_namespaced_stateful_set(
+            name, sc.namespace, {"metadata": {"$deleteFromPrimitiveList/finalizers": [HOLD]}}, _content_type=SMP
+        )
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def _with_uid(uid: str) -> Any:
+    def check(objs: list[Obj]) -> Obj | None:
+        return next((o for o in objs if o["metadata"]["uid"] == uid), None)
+
+    return check
+
+
+def _terminating(uid: str) -> Any:
+    def check(objs: list[Obj]) -> Obj | None:
+        o = _with_uid(uid)(objs)
+        return o if o and o["metadata"].get("deletionTimestamp") else None
+
+    return check
+
+
+def _still_held(sc: Scenario, name: str, uid: str, seconds: float) -> None:
+    """Watch StatefulSet `name` (`uid`) stay Terminating on HOLD for `seconds` (scaled); else the
+    test's precondition is lost: InfraError."""
+    lost = sc.observe_objects(
+        "StatefulSet",
+        lambda ss: None if _terminating(uid)(ss) else f"leader StatefulSet {name} {uid} no longer held",
+        seconds,
+    )
+    if lost:
+        raise InfraError(f"the test's precondition did not hold (not an LWS verdict): {lost}")
+
+
+def _counted(status: Obj) -> bool:
+    """Does an LWS status (a timeline snapshot's) count any group, or say Available?"""
+    counts = (status.get("replicas"), status.get("readyReplicas"), status.get("updatedReplicas"))
+    return any(counts) or (status.get("conditions") or {}).get("Available") == "True"
+
+
+def _successor_violations(events: list[Event], name: str, old: Obj, new_uid: str, new_key: str) -> list[str]:
+    """What the recording shows LWS `name` (UID `new_uid`) doing to, or with, its predecessor's
+    Terminating leader StatefulSet (`old`: its uid, its generation once Terminating, its controller
+    owner's uid and its revision key), and which ControllerRevisions it controlled; one message per
+    broken clause."""
+    gone = next(
+        (
+            i
+            for i, e in enumerate(events)
+            if e.kind == "StatefulSet" and e.type == "DELETED" and e.obj.get("uid") == old["uid"]
+        ),
+        None,
+    )
+    if gone is None:
+        raise InfraError(f"the recording never saw the predecessor's leader StatefulSet {name} ({old['uid']}) deleted")
+    out: list[str] = []
+    status = next(
+        (
+            e.obj["status"]
+            for e in events[:gone]
+            if e.kind == "LeaderWorkerSet" and e.obj.get("uid") == new_uid and _counted(e.obj.get("status") or {})
+        ),
+        None,
+    )
+    if status is not None:
+        out.append(
+            f"while its predecessor's leader StatefulSet {name} was Terminating, the new LWS {name} counted groups: "
+            f"status replicas {status.get('replicas')}, readyReplicas {status.get('readyReplicas')}, "
+            f"updatedReplicas {status.get('updatedReplicas')}, conditions {status.get('conditions')}"
+        )
+    for e in events:
+        if e.kind == "StatefulSet" and e.obj.get("uid") == old["uid"] and e.obj.get("deleting"):
+            owner, generation = str(e.obj.get("owner", "")), e.obj.get("generation")
+            if not owner.endswith("/" + old["owner"]) or generation != old["generation"]:
+                out.append(
+                    f"the predecessor's Terminating leader StatefulSet {name} was taken over: controller owner "
+                    f"{owner or 'none'} (the predecessor: {old['owner']}, the new LWS: {new_uid}), generation "
+                    f"{generation} (was {old['generation']})"
+                )
+                break
+    mine = f"LeaderWorkerSet/{name}/{new_uid}"
+    revisions = [
+        (i, e)
+        for i, e in enumerate(events)
+        if e.kind == "ControllerRevision" and e.type == "ADDED" and e.obj.get("owner") == mine
+    ]
+    early = [e.obj["name"] for i, e in revisions if i < gone]
+    if early:
+        out.append(
+            f"the new LWS {name} created ControllerRevision {', '.join(early)} while its predecessor's leader "
+            f"StatefulSet was Terminating"
+        )
+    wrong = sorted(
+        {
+            f"{e.obj['name']} ({(e.obj.get('labels') or {}).get(REVISION)})"
+            for _, e in revisions
+            if (e.obj.get("labels") or {}).get(REVISION) != new_key
+        }
+    )
+    if wrong:
+        out.append(
+            f"the new LWS {name} controlled ControllerRevision {', '.join(wrong)}, not of its own template "
+            f"(its pods: {new_key}; its predecessor's: {old['key']})"
+        )
+    return out
+
+
+@pytest.mark.requirement("LWS-DELETE-004")
+def test_recreated_lws_waits_for_its_predecessors_terminating_statefulset(
+    scenario: Scenario, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """LWS rc is deleted (background) while a finalizer of the test's own holds its leader
+    StatefulSet Terminating, and created again, same name, another template. While the old
+    StatefulSet is held, the new LWS counts none of the old groups, leaves that StatefulSet as it
+    is and creates no ControllerRevision; once it is gone, the new LWS's groups, its
+    ControllerRevision and its pods' revision label are all of its own template (lws#732)."""
+    sc, name = scenario, "rc"
+    sc.create(_marked(name, "first"))
+    sc.wait_pods(P.ready_exactly(P.expected_pod_names(name, 2, 2)), "all pods Ready")
+    old_lws_uid = sc.lws(name)["metadata"]["uid"]
+    sts = _sts(sc, name)
+    old = {"uid": sts["metadata"]["uid"], "owner": old_lws_uid, "key": sts["metadata"]["labels"][REVISION]}
+    try:
+        _hold(sc, name)
+        with record(sc.api, sc.namespace, workloads=False) as tl:
+            sc.custom.delete_namespaced_custom_object(
+                LWS_GROUP,
+                LWS_VERSION,
+                sc.namespace,
+                LWS_PLURAL,
+                name,
+                body=client.V1DeleteOptions(propagation_policy="Background"),
+            )
+            sc.wait_objects_gone(
+                "LeaderWorkerSet",
+                f"{name} deleted",
+                what=f"LeaderWorkerSets in {sc.namespace}",
+                field_selector=f"metadata.name={name}",
+            )
+            held = sc.wait_statefulsets(
+                _terminating(old["uid"]), f"leader StatefulSet {name} Terminating, held by {HOLD}"
+            )
+            # (the API server bumps the generation when it sets the deletionTimestamp)
+            old["generation"] = held["metadata"]["generation"]
+            # The garbage collector's work on the predecessor done: its Service and ControllerRevision gone.
+            sc.wait_objects_gone(
+                "Service", f"the predecessor's Service {name} deleted", field_selector=f"metadata.name={name}"
+            )
+            sc.wait_objects(
+                "ControllerRevision",
+                lambda rs: not [r for r in rs if old_lws_uid in _owner_uids(r)],
+                "the predecessor's ControllerRevisions deleted",
+            )
+            # LWS reads the StatefulSet from its informer's cache: one reconcile window for the
+            # cache to have the deletion too, else even a controller that waits would find a live
+            # StatefulSet and apply it (the same symptoms, no verdict on LWS).
+            _still_held(sc, name, old["uid"], reconcile_window(request.config))
+            new_uid = sc.create(_marked(name, "second"))["metadata"]["uid"]
+            _still_held(sc, name, old["uid"], HELD_SECONDS)
+            _release(sc, name)
+            sc.wait_statefulsets(lambda ss: not _with_uid(old["uid"])(ss), f"the predecessor's StatefulSet {name} gone")
+
+            def own_groups(pods: list[Obj]) -> list[Obj] | None:
+                ready = P.ready_exactly(P.expected_pod_names(name, 2, 2))(pods)
+                marks = {(p["metadata"].get("annotations") or {}).get(TEMPLATE_MARK) for p in ready or []}
+                return ready if ready and marks == {"second"} else None
+
+            pods = sc.wait_pods(own_groups, "2 groups of the new template Ready", timeout=120)
+            sc.wait_lws(
+                name,
+                lambda o: o["metadata"]["uid"] == new_uid and sc.settled(2)(o),
+                "the new LWS settled: Available, 2 groups",
+            )
+    finally:
+        _release(sc, name)
+    events = saved(tl, artifact_dir(tmp_path), name, lws=name)
+    keys = {p["metadata"]["labels"].get(REVISION) for p in pods}
+    failures = []
+    if len(keys) != 1 or keys == {old["key"]}:
+        failures.append(
+            f"the new LWS {name}'s pods carry template-revision-hash {sorted(map(str, keys))} "
+            f"(its predecessor's: {old['key']})"
+        )
+    new_key = str(next(iter(keys)))
+    failures += _successor_violations(events, name, old, new_uid, new_key)
+    if failures:
+        raise Failures(failures)
