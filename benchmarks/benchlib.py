@@ -213,6 +213,7 @@ def harness_env(root: Path) -> dict[str, str]:
 CHILD_PATHS = ("lws_conformance", "suites", "fixtures", "chaos", "docs/upstream", "pyproject.toml")
 RUNNER_PATHS = (
     "benchmarks/benchlib.py",
+    "benchmarks/project_venv.py",
     "benchmarks/coverage/run",
     "benchmarks/mutants/run",
     "benchmarks/mutants/schemata",
