@@ -112,6 +112,11 @@ class BootSequence(ClusterState):
         crds, hooks = lws_crds + kueue_crds, lws_hooks + kueue_hooks
         progress("starting etcd and kube-apiserver" + (" from a provisioned snapshot" if stored else ""))
         etcd = self._start_etcd(bins)
+        stale: list[dict[str, Any]] = []
+        if stored:  # before the API server reads them: the snapshot's CRDs pointed at this cluster
+            self._wait_component(etcd, deadline)
+            etcd_url = f"http://127.0.0.1:{self.port('etcd')}"
+            stale = snapshot.point_stored_conversions(etcd_url, snapshot.stale_conversions(stored, crds))
         self._start_apiserver(bins, p, deadline, etcd)
         self._wait_component(etcd, deadline)
         progress("starting KCM, scheduler, kwok" + ("" if stored else "; installing LWS and Kueue CRDs"))
@@ -121,7 +126,7 @@ class BootSequence(ClusterState):
             if not stored:
                 self._install_state(bins["kubectl"], api, crds)
             else:
-                self._point_conversion_webhooks(api, snapshot.stale_conversions(stored, crds))
+                self._point_conversion_webhooks(api, stale)
             self._wait_crds(api, crds, deadline)
             progress("starting LWS and Kueue controllers")
             lws, kueue = self._start_controllers(bins, certs)
@@ -221,8 +226,9 @@ class BootSequence(ClusterState):
         return p, certs
 
     def _start_etcd(self, bins: dict[str, Path]) -> process.ProcRecord:
-        """Not waited for: the API server, started right after, waits for it (and its readiness
-        checks etcd), so the two start-ups overlap."""
+        """Not waited for on a fresh cluster: the API server, started right after, waits for it (and
+        its readiness checks etcd), so the two start-ups overlap. A restored one waits for it first
+        (`point_stored_conversions`)."""
         etcd_url = f"http://127.0.0.1:{self.port('etcd')}"
         peer_url = f"http://127.0.0.1:{self.port('etcd-peer')}"
         etcd = self._launch(
