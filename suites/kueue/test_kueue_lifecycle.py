@@ -303,21 +303,13 @@ def _charged(wl: Obj, gpu: str) -> int:
 
 # -- size-1 groups -----------------------------------------------------------------------------
 @pytest.mark.requirement("KUEUE-SINGLE-001")
-@pytest.mark.parametrize("flavor", ["plain", "tas"])
 def test_size_one_groups_are_admitted_one_pod_per_workload(
-    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, flavor: str
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
 ) -> None:
-    """size 1 (a leader only): one Workload per group whose podSets cover 1 pod; quota for two
-    pods admits two of three groups. Under a plain ResourceFlavor, and under a TAS one with a
-    preferred rack on both templates: the worker podSet of a size-1 group has count 0 and a
-    topology request, the shape of the divide-by-zero panic of kubernetes-sigs/kueue#6486."""
-    obj = _lws("s1", lwsc_cluster, 3, 1)
-    if flavor == "tas":
-        K.tas_queue(scenario, lwsc_cluster, unique, _quota(lwsc_cluster, 2))
-        workloads.set_tas(obj, lwsc_cluster.topology.rack_label, required=False, group=None)
-    else:
-        K.plain_queue(scenario, unique, _quota(lwsc_cluster, 2))
-    scenario.create(obj)
+    """size 1 (a leader only): one Workload per group with a single podSet of 1 pod; quota for two
+    pods admits two of three groups."""
+    K.plain_queue(scenario, unique, _quota(lwsc_cluster, 2))
+    scenario.create(_lws("s1", lwsc_cluster, 3, 1))
     scenario.wait_pods(K.split(3, 1, ready=2), "two groups Ready, one held", selector=K.selector("s1"))
     uid = K.lws_uid(scenario, "s1")
     names = {workloads.lws_workload_name("s1", uid, i) for i in range(3)}
