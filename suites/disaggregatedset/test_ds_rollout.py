@@ -149,17 +149,6 @@ def test_rollout_without_surge(scenario: Scenario, claim: Claims, tmp_path: Path
 
 
 @_proves_rollout
-def test_unequal_roles_drain_their_old_revision_together(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
-    """4 prefill + 1 decode, maxSurge 1, maxUnavailable 0 on both: drained in proportion, decode's
-    one old group would reach 0 at the first scale-down while prefill still has three, so the
-    coordinated drain (KEP-766: "If any role reaches 0 replicas, all roles are forced to 0") must
-    keep decode's old group until every role of the old revision goes to 0 together. The other
-    rollouts' roles drain to 0 in the same step anyway, so only roles this unequal show it."""
-    roles = [_surge_1("prefill", 4), _surge_1("decode", 1)]
-    _roll_one_role(scenario, "uneq", roles, "prefill", "ds-unequal-roles", claim, tmp_path)
-
-
-@_proves_rollout
 @pytest.mark.requirement("LWS-DSSVC-002")
 def test_three_role_rollout(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
     """Three roles with the default limits (maxSurge 1, maxUnavailable 0); only decode's template
