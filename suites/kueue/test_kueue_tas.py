@@ -518,23 +518,28 @@ def test_required_workers_in_slices_are_placed_by_best_fit(
 def test_a_deleted_host_is_replaced_without_moving_the_rest_of_the_group(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
 ) -> None:
-    """Node hot swap: a leader and a worker of 1 cpu each, required in one rack of three 1-cpu
-    hosts, run on two of them. The worker's host is deleted; Kueue finds the third host for the
-    worker without evicting the group's Workload or moving the leader: the group runs whole again
-    with the leader on its host and the worker on the spare one."""
+    """Node hot swap: a leader and two workers of 1 cpu each, required in one rack of four 1-cpu
+    hosts, run on three of them. The first worker's host is deleted; Kueue finds the fourth host
+    for that worker without evicting the group's Workload or moving the others: the group runs
+    whole again on the leader's host, the second worker's host and the spare one. (The second
+    worker keeps a host of the worker PodSet's assignment, so Kueue must derive the required domain
+    from it and merge the replacement into it. The failed worker makes LWS recreate the group under
+    its default restart policy, and the new workers take the PodSet's hosts by rank, so the check
+    is per role: the leader's host and the set of the workers' hosts.)"""
     scenario.require_kwok("adds Nodes of its own and deletes one")
     sc, host = scenario, lwsc_cluster.topology.hostname_label
-    names = [f"lwsc-{unique}-h{i}" for i in range(3)]
+    names = [f"lwsc-{unique}-h{i}" for i in range(4)]
     toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
-    obj = _per_pod(workloads.set_tas(_lws("hs", 1, 2), SLOTS), {"cpu": "1"})
+    obj = _per_pod(workloads.set_tas(_lws("hs", 1, 3), SLOTS), {"cpu": "1"})
     for role in ("leaderTemplate", "workerTemplate"):
         obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
 
-    def role_nodes(pods: list[Obj]) -> dict[str, str]:
-        return {
-            ("leader" if p["metadata"]["labels"].get(WORKER_INDEX) == "0" else "worker"): p["spec"].get("nodeName", "")
-            for p in pods
-        }
+    def role_nodes(pods: list[Obj]) -> dict[str, list[str]]:
+        got: dict[str, list[str]] = {"leader": [], "worker": []}
+        for p in pods:
+            role = "leader" if p["metadata"]["labels"].get(WORKER_INDEX) == "0" else "worker"
+            got[role].append(p["spec"].get("nodeName", ""))
+        return {role: sorted(nodes) for role, nodes in got.items()}
 
     try:
         for name in names:
@@ -543,14 +548,15 @@ def test_a_deleted_host_is_replaced_without_moving_the_rest_of_the_group(
         sc.create(obj)
         uid = K.lws_uid(sc, "hs")
         wl_name = workloads.lws_workload_name("hs", uid, 0)
-        first = role_nodes(sc.wait_pods(K.all_ready(1, 2), "the group Ready on two hosts", selector=K.selector("hs")))
-        kept, lost = first["leader"], first["worker"]
-        (spare,) = set(names) - {kept, lost}
+        pods = sc.wait_pods(K.all_ready(1, 3), "the group Ready on three hosts", selector=K.selector("hs"))
+        first = role_nodes(pods)
+        lost = next(p["spec"]["nodeName"] for p in pods if p["metadata"]["name"] == "hs-0-1")
+        (spare,) = set(names) - {n for nodes in first.values() for n in nodes}
         sc.core.delete_node(lost)
-        want = {"leader": kept, "worker": spare}
+        want = {"leader": first["leader"], "worker": sorted({*first["worker"], spare} - {lost})}
 
         def swapped(pods: list[Obj]) -> dict[str, str] | None:
-            ready = K.all_ready(1, 2)(pods)
+            ready = K.all_ready(1, 3)(pods)
             return want if ready and role_nodes(ready) == want else None
 
         # the pods of a deleted Node go when pod GC deletes them (after its 40 s quarantine)
