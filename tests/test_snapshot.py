@@ -135,3 +135,34 @@ def test_least_recently_used_snapshots_are_pruned(bins: dict[str, Path], tmp_pat
     snapshot.restore(snapshot.root() / "p0", tmp_path / "use")  # p0 used last
     snapshot._prune(keep=2)
     assert sorted(d.name for d in snapshot.root().iterdir()) == ["p0", "p2"]
+
+
+def _stored(url: str, ca: str = "Q0E=", api_version: str = "apiextensions.k8s.io/v1beta1") -> dict[str, Any]:
+    """A CRD as the API server keeps it in etcd (JSON, v1beta1 form)."""
+    conversion = {"strategy": "Webhook", "webhookClientConfig": {"url": url, "caBundle": ca}}
+    return {"kind": "CustomResourceDefinition", "apiVersion": api_version, "spec": {"conversion": conversion}}
+
+
+@pytest.mark.parametrize(
+    ("stored", "rewritten"),
+    [
+        (_stored("https://127.0.0.1:26020/convert"), True),  # another port: the URL is rewritten
+        (_stored("https://127.0.0.1:26020/convert", ca="b3RoZXI="), False),  # another CA: left to the API
+        (_stored("https://127.0.0.1:26020/convert", api_version="apiextensions.k8s.io/v1"), False),
+        (None, False),  # not stored: left to the API server
+    ],
+)
+def test_stored_conversions_are_pointed_in_etcd_only_where_just_the_url_differs(
+    monkeypatch: pytest.MonkeyPatch, stored: dict[str, Any] | None, rewritten: bool
+) -> None:
+    key = "/registry/apiextensions.k8s.io/customresourcedefinitions/workloads.kueue.x-k8s.io"
+    store = {key: copy.deepcopy(stored)} if stored else {}
+    puts: list[str] = []
+    monkeypatch.setattr(snapshot.etcd_store, "get_json", lambda _url, k: copy.deepcopy(store.get(k)))
+    monkeypatch.setattr(snapshot.etcd_store, "put_json", lambda _url, k, v: (puts.append(k), store.__setitem__(k, v)))
+    left = snapshot.point_stored_conversions("http://127.0.0.1:16000", [CRD])
+    assert (left == []) is rewritten
+    assert puts == ([key] if rewritten else [])
+    if rewritten:
+        config = store[key]["spec"]["conversion"]["webhookClientConfig"]
+        assert config == {"url": "https://127.0.0.1:16020/convert", "caBundle": "Q0E="}
