@@ -13,10 +13,11 @@ from typing import Any
 from kubernetes import client
 
 from .k8s import predicates as P
-from .k8s.logs import file_size
+from .k8s.logs import deployment_log, file_size, json_log_records, json_records
 from .k8s.objects import API_VERSIONS, CLUSTER_SCOPED, CLUSTER_SCOPED_READ, Objects, gvp
 from .k8s.wait import Predicate, observe, raw_body, wait_for
 from .providers.base import ClusterHandle
+from .providers.kind import CONTROLLERS
 
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
 LWS_API = f"{LWS_GROUP}/{LWS_VERSION}"
@@ -123,6 +124,19 @@ class Scenario:
             pytest.skip(f"not-run on real kubelets: the test {what} by patching pod status, which a kubelet overwrites")
         if self.simulating is not None:
             self.simulating()
+
+    def controller_log_records(self, component: str, msg: str) -> list[Obj] | None:
+        """The records of controller `component`'s ("lws", "kueue") JSON log whose "msg" is `msg`:
+        from the local cluster's log file, or on kind from the controller's pods through the API
+        server (pods/log); None where neither can be read (another provider's controllers, a token
+        without pods/log)."""
+        path = (getattr(self.cluster, "logs", None) or {}).get(component)
+        if path:
+            return json_log_records(path, msg)
+        if self.cluster.provider == "kind" and component in CONTROLLERS:
+            text = deployment_log(self.api, *CONTROLLERS[component])
+            return None if text is None else json_records(text.splitlines(), msg)
+        return None
 
     # -- objects -------------------------------------------------------------------------
     def create(self, obj: Obj) -> Obj:

@@ -51,3 +51,29 @@ def test_json_log_records_from_an_offset(tmp_path: Path) -> None:
         fh.write('not json m\n{"msg": "m", "n": 2}\n{"msg": "other"}\n')
     assert logs.json_log_records(log, "m") == [{"msg": "m", "n": 1}, {"msg": "m", "n": 2}]
     assert logs.json_log_records(log, "m", offset) == [{"msg": "m", "n": 2}]
+
+
+@pytest.mark.parametrize("provider", ["kind", "existing"])
+def test_a_controller_s_records_come_from_its_pods_log_on_kind(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On kind the controller runs in a pod: its records are read through pods/log (the Deployment
+    the kind provider installs); on a provider the harness did not install, none are read."""
+    read: list[tuple[str, str]] = []
+
+    def pod_log(_api: client.ApiClient, namespace: str, deployment: str, container: str = "manager") -> str:
+        read.append((namespace, deployment))
+        return '{"msg": "m", "n": 1}\nplain m\n{"msg": "other"}\n{"msg": "m", "n": 2}'
+
+    monkeypatch.setattr("lws_conformance.scenario.deployment_log", pod_log)
+
+    class Handle:
+        logs: dict[str, str] = {}
+
+    handle = Handle()
+    handle.provider = provider  # type: ignore[attr-defined]
+    sc = Scenario(client.ApiClient(), handle, "ns", None)  # type: ignore[arg-type]
+    got = sc.controller_log_records("kueue", "m")
+    if provider == "kind":
+        assert got == [{"msg": "m", "n": 1}, {"msg": "m", "n": 2}]
+        assert read == [("kueue-system", "kueue-controller-manager")]
+    else:
+        assert got is None and read == []

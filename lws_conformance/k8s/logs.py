@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
 from ..errors import InfraError
@@ -50,20 +52,41 @@ def json_log_records(path: str | Path | None, msg: str, offset: int = 0) -> list
     logged since the test began), so a long run's log is not read whole."""
     if not path or not Path(path).is_file():
         return None
-    out: list[dict[str, Any]] = []
     with Path(path).open("rb") as fh:
         fh.seek(offset)
-        for raw in fh:
-            line = raw.decode(errors="replace")
-            if msg not in line:
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("msg") == msg:
-                out.append(record)
+        return json_records((raw.decode(errors="replace") for raw in fh), msg)
+
+
+def json_records(lines: Iterable[str], msg: str) -> list[dict[str, Any]]:
+    """The JSON records among `lines` whose "msg" is `msg`, in order (other lines skipped)."""
+    out: list[dict[str, Any]] = []
+    for line in lines:
+        if msg not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("msg") == msg:
+            out.append(record)
     return out
+
+
+def deployment_log(api: client.ApiClient, namespace: str, deployment: str, container: str = "manager") -> str | None:
+    """What the `container` of every pod of Deployment `deployment` (pods `<deployment>-…`) has
+    logged, as the API server serves it (pods/log), pods in name order; None when there is no such
+    pod or its log cannot be read (a token without pods/log)."""
+    core = client.CoreV1Api(api)
+    try:
+        pods = sorted(
+            p.metadata.name
+            for p in core.list_namespaced_pod(namespace).items
+            if p.metadata and p.metadata.name and p.metadata.name.startswith(f"{deployment}-")
+        )
+        logs = [core.read_namespaced_pod_log(name, namespace, container=container) for name in pods]
+    except ApiException:
+        return None
+    return "\n".join(str(text) for text in logs) if pods else None
 
 
 TAIL_BYTES = 1 << 20  # at most the last MiB of what came after the offset is read

@@ -8,7 +8,6 @@ test. Pods of one LWS are selected by the LWS name label, so several LWS can sha
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,6 @@ from lws_conformance.testing import (
     ClusterHandle,
     Scenario,
     Topology,
-    json_log_records,
     workloads,
 )
 from lws_conformance.testing import kueue_evidence as E
@@ -362,7 +360,7 @@ def admission_refusals(scenario: Scenario, name: str) -> dict[str, int] | None:
     """The API server's refusals of Kueue's admission of Workload `name` (this namespace), as
     Kueue's scheduler logs them: error -> how many times it was logged. None when Kueue's log
     cannot be read here (a provider whose controllers log elsewhere)."""
-    records = json_log_records(scenario.cluster.logs.get("kueue"), E.COULD_NOT_ADMIT)
+    records = scenario.controller_log_records("kueue", E.COULD_NOT_ADMIT)
     return None if records is None else E.admission_refusals(records, scenario.namespace, name)
 
 
@@ -377,10 +375,13 @@ def stuck_without_group_name(pods: list[dict[str, Any]], what: str) -> Assertion
     return AssertionError(f"{what} stays at Kueue's admission gate without the {GROUP_NAME} label: {', '.join(held)}")
 
 
-def label_refusals(log: str | Path | None, namespace: str, pods: list[str]) -> dict[str, int] | None:
+RECONCILER_ERROR = E.RECONCILER_ERROR  # the "msg" of the records `label_refusals` reads
+
+
+def label_refusals(records: list[dict[str, Any]] | None, namespace: str, pods: list[str]) -> dict[str, int] | None:
     """The errors Kueue's reconcilers logged for `pods` of `namespace` (a refused label patch is
-    one) in Kueue's log `log`: error -> how many times. None when that log cannot be read."""
-    records = json_log_records(log, E.RECONCILER_ERROR)
+    one), from the records of Kueue's log with "msg" RECONCILER_ERROR: error -> how many times.
+    None when that log cannot be read (`records` None)."""
     return None if records is None else E.reconciler_errors(records, namespace, set(pods))
 
 
@@ -394,7 +395,7 @@ def held_for_label(stuck: AssertionError, refused: dict[str, int] | None) -> Ass
 def lws_reconciles_after(scenario: Scenario, name: str, after: float) -> int | None:
     """How many times Kueue's LWS reconciler logged reconciling LWS `name` (this namespace) after
     `after` (time.time()); None when Kueue's log cannot be read here."""
-    records = json_log_records(scenario.cluster.logs.get("kueue"), E.LWS_RECONCILE)
+    records = scenario.controller_log_records("kueue", E.LWS_RECONCILE)
     return None if records is None else E.reconciles_after(records, scenario.namespace, name, after)
 
 

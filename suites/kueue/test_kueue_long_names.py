@@ -67,7 +67,9 @@ def test_a_50_character_lws_name_is_admitted_and_runs(scenario: Scenario, unique
                 raise
             # the cause: the API server refusing Kueue's label patch of the pods, as Kueue logs it
             held = [p["metadata"]["name"] for p in scenario.pods(K.selector(NAME))]
-            refused = K.label_refusals(scenario.cluster.logs.get("kueue"), scenario.namespace, held)
+            refused = K.label_refusals(
+                scenario.controller_log_records("kueue", K.RECONCILER_ERROR), scenario.namespace, held
+            )
             raise K.held_for_label(stuck, refused) from None
     with claim("KUEUE-LONGNAME-002"):
         pods = scenario.pods(K.selector(NAME))

@@ -22,6 +22,7 @@ from lws_conformance.testing import (
     Claims,
     ClusterHandle,
     WaitTimeout,
+    json_log_records,
     observe,
     to_dict,
     wait_for,
@@ -281,5 +282,7 @@ def test_lws_with_a_50_character_name_is_dispatched_and_runs(
             raise
         # the cause: the worker's API server refusing its Kueue's label patch, as that Kueue logs it
         held = [p.metadata.name for p in found]
-        refused = K.label_refusals(mk.local_cluster(target).log("kueue"), ns, held)
+        refused = K.label_refusals(
+            json_log_records(mk.local_cluster(target).log("kueue"), K.RECONCILER_ERROR), ns, held
+        )
         raise K.held_for_label(stuck, refused) from None
