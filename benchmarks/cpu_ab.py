@@ -172,6 +172,20 @@ def _focus_arg(focus: str | None) -> str:
     return f' --focus "{focus}"' if focus else ""  # none: the full run
 
 
+def by_program_table(first: str, groups: list[tuple[str, list[dict[str, Any]]]], top: int, digits: int) -> list[str]:
+    """A Markdown table of CPU-seconds by program: a row per group of runs (`first` heads its
+    column), the median of each program over the group's runs; the `top` programs of all runs
+    together, largest first (also benchmarks/run_cpu.py)."""
+    runs = [r for _, rs in groups for r in rs]
+    programs = sorted({k for r in runs for k in r["cpu_by_program_s"]},
+                      key=lambda k: -sum(r["cpu_by_program_s"].get(k, 0.0) for r in runs))[:top]  # fmt: skip
+    lines = [f"| {first} | " + " | ".join(programs) + " |", "|---|" + "---|" * len(programs)]
+    for label, mine in groups:
+        cells = [statistics.median(r["cpu_by_program_s"].get(k, 0.0) for r in mine) for k in programs]
+        lines.append(f"| {label} | " + " | ".join(f"{c:.{digits}f}" for c in cells) + " |")
+    return lines
+
+
 def write(stem: Path, meta: dict[str, Any], runs: list[dict[str, Any]], labels: list[str]) -> None:
     stem.with_suffix(".json").write_text(json.dumps({**meta, "runs": runs}, indent=1) + "\n")
     lines = [
@@ -204,15 +218,9 @@ def write(stem: Path, meta: dict[str, Any], runs: list[dict[str, Any]], labels: 
             f"{min(loads):.1f}-{max(loads):.1f} | {', '.join(str(r['exit']) for r in mine)} | "
             f"{', '.join(diffs) or 'none'} |"
         )
-    programs = sorted({k for r in runs for k in r["cpu_by_program_s"]},
-                      key=lambda k: -sum(r["cpu_by_program_s"].get(k, 0.0) for r in runs))[:9]  # fmt: skip
-    lines += ["", "CPU-seconds by program (median over the runs; sampled twice a second from /proc):", "",
-              "| variant | " + " | ".join(programs) + " |", "|---|" + "---|" * len(programs)]  # fmt: skip
-    for label in labels:
-        mine = [r for r in runs if r["variant"] == label]
-        if mine:
-            cells = [statistics.median(r["cpu_by_program_s"].get(k, 0.0) for r in mine) for k in programs]
-            lines.append(f"| {label} | " + " | ".join(f"{c:.1f}" for c in cells) + " |")
+    lines += ["", "CPU-seconds by program (median over the runs; sampled twice a second from /proc):", ""]
+    groups = [(label, [r for r in runs if r["variant"] == label]) for label in labels]
+    lines += by_program_table("variant", [(label, mine) for label, mine in groups if mine], top=9, digits=1)
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 

@@ -42,6 +42,9 @@ from typing import Any
 from lws_conformance import deviations
 from lws_conformance.providers.components import state_root
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cpu_ab  # noqa: E402  (a sibling script: its by-program table is shared)
+
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "cpu-bench"
 
@@ -265,14 +268,9 @@ def write(stem: Path, meta: dict[str, Any], rounds: list[dict[str, Any]], kept: 
             f"{by_n[n]['cpu_median_s']:.0f} s ({min(cpus):.0f}-{max(cpus):.0f}) | {len(mine)} | "
             f"{', '.join(str(r['exit']) for r in mine)} | {races or 'none'} | {other or 'none'} |"
         )
-    programs = sorted({k for r in done for k in r["cpu_by_program_s"]},
-                      key=lambda k: -sum(r["cpu_by_program_s"].get(k, 0.0) for r in done))[:10]  # fmt: skip
-    lines += ["", "CPU-seconds by program (median over the rounds; sampled once a second from /proc):", "",
-              "| -n | " + " | ".join(programs) + " |", "|---|" + "---|" * len(programs)]  # fmt: skip
-    for n in counts:
-        mine = [r for r in done if r["workers"] == n]
-        cells = [statistics.median(r["cpu_by_program_s"].get(k, 0.0) for r in mine) for k in programs]
-        lines.append(f"| {n} | " + " | ".join(f"{c:.0f}" for c in cells) + " |")
+    lines += ["", "CPU-seconds by program (median over the rounds; sampled once a second from /proc):", ""]
+    groups = [(str(n), [r for r in done if r["workers"] == n]) for n in counts]
+    lines += cpu_ab.by_program_table("-n", groups, top=10, digits=0)
     lines += ["", f"Run directories: `{kept.relative_to(ROOT)}/`."]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
