@@ -109,6 +109,14 @@ def _verify(tl: Any, tmp_path: Path, name: str, stem: str, claim: Claims) -> lis
     return events
 
 
+def _follows_kep_example(events: list[Any], name: str) -> None:
+    """Set `name`'s prefill/decode walk is KEP-766 Example 1's table: one failure per divergence."""
+    rows = disagg.observed_rows(events, name, ["prefill", "decode"])
+    walk = [r for _, r in rows]
+    if why := disagg.table_divergences(rows, KEP_TABLE):
+        raise Failures([f"KEP-766 Example 1 not followed: {w}; observed {walk}" for w in why])
+
+
 @_proves_rollout
 @pytest.mark.requirement("ROLL-DSSTEP-002")
 def test_kep_example_two_role_rollout(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
@@ -116,10 +124,7 @@ def test_kep_example_two_role_rollout(scenario: Scenario, claim: Claims, tmp_pat
     roles = [D.rollout(D.role("prefill", 5), 2, 1), D.rollout(D.role("decode", 2), 2, 1)]
     events = _roll_one_role(scenario, "kep", roles, "prefill", "ds-kep-example", claim, tmp_path)
     with claim("ROLL-DSSTEP-002"):
-        rows = disagg.observed_rows(events, "kep", ["prefill", "decode"])
-        walk = [r for _, r in rows]
-        if why := disagg.table_divergences(rows, KEP_TABLE):
-            raise Failures([f"KEP-766 Example 1 not followed: {w}; observed {walk}" for w in why])
+        _follows_kep_example(events, "kep")
 
 
 @_proves_rollout
@@ -132,10 +137,7 @@ def test_kep_example_with_percentage_limits(scenario: Scenario, claim: Claims, t
     roles = [D.rollout(D.role("prefill", 5), "30%", "30%"), D.rollout(D.role("decode", 2), "75%", "75%")]
     events = _roll_one_role(scenario, "pct", roles, "prefill", "ds-kep-percentages", claim, tmp_path)
     with claim("ROLL-DSSTEP-002"):
-        rows = disagg.observed_rows(events, "pct", ["prefill", "decode"])
-        walk = [r for _, r in rows]
-        if why := disagg.table_divergences(rows, KEP_TABLE):
-            raise Failures([f"KEP-766 Example 1 not followed: {w}; observed {walk}" for w in why])
+        _follows_kep_example(events, "pct")
 
 
 @_proves_rollout
