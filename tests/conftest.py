@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -69,3 +72,17 @@ def repo_files() -> list[str]:
         check=True,
     ).stdout
     return sorted(set(filter(None, out.split("\0"))))
+
+
+def benchmark_module(relpath: str) -> ModuleType:
+    """The file `relpath` of benchmarks/ (e.g. "cpu_ab.py", "mutation/mutlib.py") as a module
+    named for its stem, loaded once per process: the benchmarks are scripts, not a package."""
+    name = Path(relpath).stem
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent.parent / "benchmarks" / relpath)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

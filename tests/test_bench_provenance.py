@@ -6,30 +6,19 @@ the pinned versions on record, or the one named."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.conftest import benchmark_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load(path: Path, name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-benchlib = _load(ROOT / "benchmarks" / "benchlib.py", "benchlib")
+benchlib = benchmark_module("benchlib.py")
 
 
 def _git(repo: Path, *args: str) -> str:

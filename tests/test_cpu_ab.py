@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("cpu_ab", ROOT / "benchmarks" / "cpu_ab.py")
-assert _spec and _spec.loader
-cpu_ab = importlib.util.module_from_spec(_spec)
-sys.modules["cpu_ab"] = cpu_ab
-_spec.loader.exec_module(cpu_ab)
+from tests.conftest import benchmark_module
+
+cpu_ab = benchmark_module("cpu_ab.py")
 
 
 def test_a_variant_is_a_tree_and_settings(tmp_path: Path) -> None:

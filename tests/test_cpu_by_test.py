@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
+from tests.conftest import benchmark_module
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-_spec = importlib.util.spec_from_file_location("cpu_by_test", ROOT / "benchmarks" / "cpu_by_test.py")
-assert _spec and _spec.loader
-cpu_by_test = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cpu_by_test)
+cpu_by_test = benchmark_module("cpu_by_test.py")
 
 
 def test_a_test_is_charged_what_every_program_spent_between_its_start_and_end() -> None:

@@ -5,32 +5,23 @@ manifest itself (every patch present, every expected requirement in the catalogu
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.conftest import benchmark_module
 
 ROOT = Path(__file__).resolve().parent.parent
 HISTORY = ROOT / "benchmarks" / "history"
 
 
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-histlib = _load(HISTORY / "histlib.py", "histlib")
-mutlib = _load(ROOT / "benchmarks" / "mutation" / "mutlib.py", "mutlib")
+histlib = benchmark_module("history/histlib.py")
+mutlib = benchmark_module("mutation/mutlib.py")
 
 SHA_LWS = "7a4e3c1638d75c235aa1d79dce1dc4fe16b09269"
 SHA_KUEUE = "bb8fd115d9e4d9aafe854d2c1105f838c267cf2b"
@@ -272,7 +263,7 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def test_checkout_state_and_what_a_child_lwsc_imports(tmp_path: Path) -> None:
-    benchlib = _load(ROOT / "benchmarks" / "benchlib.py", "benchlib")
+    benchlib = benchmark_module("benchlib.py")
     repo = tmp_path / "repo"
     (repo / "suites").mkdir(parents=True)
     _git(tmp_path, "init", "-q", str(repo))

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("kind_speed", ROOT / "benchmarks" / "kind_speed.py")
-assert _spec and _spec.loader
-kind_speed = importlib.util.module_from_spec(_spec)
-sys.modules["kind_speed"] = kind_speed
-_spec.loader.exec_module(kind_speed)
+from tests.conftest import benchmark_module
+
+kind_speed = benchmark_module("kind_speed.py")
 
 
 def test_bring_up_phases_are_the_gaps_between_lwsc_progress_lines() -> None:

@@ -5,30 +5,21 @@ go/ast generator itself on a small file (when Go is on PATH)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.conftest import benchmark_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-covreport = _load(ROOT / "benchmarks" / "coverage" / "covreport.py", "covreport")
-mutlib = _load(ROOT / "benchmarks" / "mutation" / "mutlib.py", "mutlib")
+covreport = benchmark_module("coverage/covreport.py")
+mutlib = benchmark_module("mutation/mutlib.py")
 
 PROFILE = """mode: atomic
 sigs.k8s.io/lws/pkg/webhooks/pod_webhook.go:10.2,12.3 2 5

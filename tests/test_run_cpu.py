@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from tests.conftest import benchmark_module
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("run_cpu", ROOT / "benchmarks" / "run_cpu.py")
-assert _spec and _spec.loader
-run_cpu = importlib.util.module_from_spec(_spec)
-sys.modules["run_cpu"] = run_cpu
-_spec.loader.exec_module(run_cpu)
+run_cpu = benchmark_module("run_cpu.py")
 
 
 def _round(verdict: str, deviation: str | None = None) -> dict[str, dict[str, str]]:
