@@ -151,6 +151,19 @@ def test_rollout_without_surge(scenario: Scenario, claim: Claims, tmp_path: Path
 
 
 @_proves_rollout
+def test_role_without_surge_beside_a_surging_role(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
+    """4 prefill at maxSurge 1, maxUnavailable 0 and 1 decode at maxSurge 0, maxUnavailable 1:
+    decode's new group may start only once its old one is gone (old + new <= 1 + 0), and its old one
+    may go only with the whole old revision (the coordinated drain; prefill may lose no ready group
+    on the way). Every limit can hold: prefill rolls first beside decode's old group, then the old
+    revision drains to 0 in one step, then decode's new group starts. A planner that grows decode's
+    new group beside its old one breaks decode's surge limit; one that drains decode first has to
+    take prefill's old groups before their replacements are ready."""
+    roles = [D.rollout(D.role("prefill", 4), 1, 0), D.rollout(D.role("decode", 1), 0, 1)]
+    _roll_one_role(scenario, "mixsurge", roles, "prefill", "ds-mixed-surge", claim, tmp_path)
+
+
+@_proves_rollout
 @pytest.mark.requirement("LWS-DSSVC-002")
 def test_three_role_rollout(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
     """Three roles with the default limits (maxSurge 1, maxUnavailable 0); only decode's template
