@@ -30,6 +30,7 @@ from lws_conformance.testing import (
     saved,
     workloads,
 )
+from lws_conformance.testing import kueue_evidence as E
 from lws_conformance.testing import predicates as P
 
 from . import kueue_helpers as K
@@ -303,16 +304,26 @@ def _charged(wl: Obj, gpu: str) -> int:
 
 # -- size-1 groups -----------------------------------------------------------------------------
 @pytest.mark.requirement("KUEUE-SINGLE-001")
+@pytest.mark.parametrize("flavor", ["plain", "tas"])
 def test_size_one_groups_are_admitted_one_pod_per_workload(
-    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, flavor: str
 ) -> None:
-    """size 1 (a leader only): one Workload per group with a single podSet of 1 pod; quota for two
-    pods admits two of three groups."""
-    K.plain_queue(scenario, unique, _quota(lwsc_cluster, 2))
-    scenario.create(_lws("s1", lwsc_cluster, 3, 1))
-    scenario.wait_pods(K.split(3, 1, ready=2), "two groups Ready, one held", selector=K.selector("s1"))
+    """size 1 (a leader only): one Workload per group whose podSets cover 1 pod; quota for two
+    pods admits two of three groups. Under a plain ResourceFlavor, and under a TAS one with a
+    preferred rack on both templates: the worker podSet of a size-1 group has count 0 and a
+    topology request, the shape of the divide-by-zero panic of kubernetes-sigs/kueue#6486."""
+    obj = _lws("s1", lwsc_cluster, 3, 1)
+    if flavor == "tas":
+        K.tas_queue(scenario, lwsc_cluster, unique, _quota(lwsc_cluster, 2))
+        workloads.set_tas(obj, lwsc_cluster.topology.rack_label, required=False, group=None)
+    else:
+        K.plain_queue(scenario, unique, _quota(lwsc_cluster, 2))
+    scenario.create(obj)
     uid = K.lws_uid(scenario, "s1")
     names = {workloads.lws_workload_name("s1", uid, i) for i in range(3)}
+    if flavor == "tas":
+        _quota_for_two(scenario, uid, names)
+    scenario.wait_pods(K.split(3, 1, ready=2), "two groups Ready, one held", selector=K.selector("s1"))
     wls = K.wait_workloads(
         scenario, uid, lambda ws: K.by_name(ws) if set(K.by_name(ws)) == names else None, f"Workloads {sorted(names)}"
     )
@@ -320,6 +331,47 @@ def test_size_one_groups_are_admitted_one_pod_per_workload(
         podsets = [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]]
         assert sum(c for _, c in podsets) == 1, f"{name}: podSets {podsets} do not cover exactly the one pod"
     assert sum(map(K.admitted, wls.values())) == 2, "quota for two pods must admit exactly two size-1 groups"
+
+
+def _quota_for_two(scenario: Scenario, uid: str, names: set[str], deadline: float = 60) -> None:
+    """Wait for two of the size-1 groups' Workloads (`names`) to get quota. After K.ADMISSION_SECONDS
+    (× timeouts.scale) without it, and again past `deadline`, the failure is named from Kueue's own
+    evidence when there is some: the API server refusing Kueue's admission of them, as Kueue's
+    scheduler logs it (K.admission_refusals), with every Workload's podSets. Without a refusal the
+    wait goes on, so a slow admission on a loaded machine is no failure."""
+
+    def two(ws: list[Obj]) -> list[Obj] | None:
+        got = [w for n, w in K.by_name(ws).items() if n in names and K.quota_reserved(w)]
+        return got if len(got) >= 2 else None
+
+    for timeout, what in ((K.ADMISSION_SECONDS, ""), (deadline, " (quota holds two)")):
+        try:
+            K.wait_workloads(scenario, uid, two, f"two of the three Workloads QuotaReserved{what}", timeout=timeout)
+            return
+        except WaitTimeout:
+            refused = {n: K.admission_refusals(scenario, n) or {} for n in sorted(names)}
+            if any(refused.values()):
+                raise AssertionError(_refused(scenario, uid, names, refused)) from None
+            if timeout == deadline:
+                raise
+
+
+def _refused(scenario: Scenario, uid: str, names: set[str], refused: dict[str, dict[str, int]]) -> str:
+    """The failure of size-1 groups whose admission the API server refused: how many of their
+    Workloads have quota now, and each refused one's podSets (name, count) and every distinct error
+    Kueue logged for it, with how often."""
+    now = K.by_name(K.workloads_of(scenario, uid))
+    reserved = sum(1 for n in names if n in now and K.quota_reserved(now[n]))
+    said = []
+    for n, errors in refused.items():
+        if errors:
+            podsets = [(ps["name"], ps["count"]) for ps in (now.get(n) or {}).get("spec", {}).get("podSets") or []]
+            said.append(f"{n} (podSets {podsets}): {E.describe_errors(errors)}")
+    return (
+        f"{reserved} of 3 size-1 groups' Workloads given quota, though quota holds two, {K.ADMISSION_SECONDS:g}s × "
+        f"timeouts.scale or more after their creation; Kueue's scheduler logged the API server refusing the "
+        f"admission of {len(said)} of them: {' | '.join(said)}"
+    )
 
 
 # -- LeaderReady startup -----------------------------------------------------------------------

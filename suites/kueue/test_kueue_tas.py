@@ -179,16 +179,19 @@ SLICE_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 
 
-def _slot_node(scenario: Scenario, unique: str, name: str, capacity: dict[str, str]) -> None:
+def _slot_node(
+    scenario: Scenario, unique: str, name: str, capacity: dict[str, str], labels: dict[str, str] | None = None
+) -> None:
     """A kwok Node of this test only, with `capacity` (cpu, memory, pods; a GPU only if named) as
-    its allocatable, no block or rack label (outside the harness's pool and its rack counts),
-    tainted so that only this test's pods, which tolerate it, land there. Returns once kwok
-    reports it Ready."""
+    its allocatable, no block or rack label (outside the harness's pool and its rack counts) but
+    `labels`, tainted so that only this test's pods, which tolerate it, land there. Returns once
+    kwok reports it Ready."""
     body = node_manifest(scenario.cluster.topology, name, "", "")
-    labels = body["metadata"]["labels"]
+    node_labels = body["metadata"]["labels"]
     for key in (POOL_LABEL[0], scenario.cluster.topology.block_label, scenario.cluster.topology.rack_label):
-        labels.pop(key, None)
-    labels[SLOTS] = unique
+        node_labels.pop(key, None)
+    node_labels.update(labels or {})
+    node_labels[SLOTS] = unique
     body["spec"]["taints"] = [{"key": SLOTS, "value": unique, "effect": "NoSchedule"}]
     for field in ("capacity", "allocatable"):
         body["status"][field] = dict(capacity)
@@ -211,34 +214,45 @@ def _not_ready_taints(node: Obj) -> list[str]:
     return [t["key"] for t in node["spec"].get("taints") or [] if t.get("key") in keys]
 
 
-def _slot_queue(scenario: Scenario, unique: str, levels: list[str], quota: dict[str, str] | None = None) -> None:
+def _slot_queue(
+    scenario: Scenario,
+    unique: str,
+    levels: list[str],
+    quota: dict[str, str] | None = None,
+    preemption: dict[str, str] | None = None,
+) -> None:
     """Topology `levels`, a flavor of this test's Nodes only, and a roomy ClusterQueue (cpu,
-    memory and `quota`) behind the namespace's LocalQueue: only the Nodes' capacity decides."""
+    memory and `quota`, with `preemption` as its spec.preemption) behind the namespace's
+    LocalQueue: only the Nodes' capacity and `quota` decide."""
     sc = scenario
     sc.create(workloads.topology(f"{unique}-slots", levels))
     sc.create(workloads.resource_flavor(f"{unique}-rf", {SLOTS: unique}, topology=f"{unique}-slots"))
-    sc.create(
-        workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", {"cpu": "100", "memory": "100Gi", **(quota or {})})
-    )
+    cq = workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", {"cpu": "100", "memory": "100Gi", **(quota or {})})
+    if preemption:
+        cq["spec"]["preemption"] = dict(preemption)
+    sc.create(cq)
     sc.create(workloads.local_queue(K.QUEUE, f"{unique}-cq"))
 
 
-def _delete_lws_then_nodes(scenario: Scenario, lws_name: str, node_names: list[str]) -> None:
-    """Delete the LWS, wait for its pods to go, then delete the test's Nodes (also when the LWS was
-    never created)."""
+def _delete_lws_then_nodes(scenario: Scenario, lws_name: str | list[str], node_names: list[str]) -> None:
+    """Delete the LWS (one name or several), wait for their pods to go, then delete the test's
+    Nodes (also when an LWS was never created)."""
     sc = scenario
+    names = [lws_name] if isinstance(lws_name, str) else lws_name
     try:
-        try:
-            K.delete_lws(sc, lws_name)
-        except ApiException as exc:
-            if exc.status != 404:  # not created
-                raise
-        sc.wait_gone(
-            sc.core.list_namespaced_pod,
-            f"the pods of {lws_name} gone",
-            namespace=sc.namespace,
-            label_selector=K.selector(lws_name),
-        )
+        for name in names:
+            try:
+                K.delete_lws(sc, name)
+            except ApiException as exc:
+                if exc.status != 404:  # not created
+                    raise
+        for name in names:
+            sc.wait_gone(
+                sc.core.list_namespaced_pod,
+                f"the pods of {name} gone",
+                namespace=sc.namespace,
+                label_selector=K.selector(name),
+            )
     finally:
         for name in node_names:
             try:
@@ -629,3 +643,127 @@ def test_replaced_workers_are_ungated_every_time(scenario: Scenario, lwsc_cluste
             f"{name} deleted, replaced (new UID), ungated and Ready: the group Ready again",
             selector=K.selector("rr"),
         )
+
+
+# -- preemption within a TAS ClusterQueue ------------------------------------------------------
+SLOT_RACK = "lwsc.x-k8s.io/slot-rack"  # the rack label of a test's own Nodes (its topology's top level)
+
+
+def _rack_per_group(scenario: Scenario, pods: list[Obj]) -> dict[int, str]:
+    """group index -> the one SLOT_RACK its pods run in; fails naming every group spread over racks."""
+    racks = K.node_labels(scenario, pods, SLOT_RACK)
+    placement = {i: {racks[p["metadata"]["name"]] for p in g} for i, g in K.groups_of(pods).items()}
+    spread = {i: sorted(r) for i, r in placement.items() if len(r) != 1}
+    assert not spread, f"groups spread over racks: {spread}"
+    return {i: next(iter(r)) for i, r in placement.items()}
+
+
+def _pending_reason(scenario: Scenario, lws_name: str) -> str:
+    """What Kueue says of the Workloads of `lws_name`: name, QuotaReserved status and message."""
+    uid = K.lws_uid(scenario, lws_name)
+    said = []
+    for wl in K.workloads_of(scenario, uid):
+        conds = (wl.get("status") or {}).get("conditions") or []
+        qr = next((c for c in conds if c["type"] == "QuotaReserved"), None)
+        state = f"QuotaReserved {qr['status']}: {qr.get('message', '')}" if qr else "never evaluated (no QuotaReserved)"
+        said.append(f"{wl['metadata']['name']} {state}")
+    return "; ".join(said) or "no Workload"
+
+
+@pytest.mark.requirement("KUEUE-TAS-015")
+@pytest.mark.destructive  # adds Nodes of its own
+@pytest.mark.parametrize("gpu_short", [False, True], ids=["quota-fits", "gpu-quota-short"])
+def test_a_higher_priority_group_preempts_within_one_rack(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, gpu_short: bool
+) -> None:
+    """A TAS ClusterQueue with withinClusterQueue LowerPriority over two racks of one host each (4
+    cpu, 2 GPUs). Two low-priority groups of two 1.5-cpu pods, required in a rack, hold 3 cpu of
+    each rack; a high-priority required-rack group of two 1-cpu pods fits the free cpu quota but
+    neither rack's 1 free cpu. It must preempt the low group of one rack (that group's pods
+    replaced, held at Kueue's gate) and run whole there; the other low group runs on untouched.
+
+    gpu-quota-short is the case of kubernetes-sigs/kueue#10193 ("preemption with multiple
+    resources"): the GPU quota (2) is all held by a third low-priority group of two 1-GPU pods and
+    the high group's pods ask for a GPU each, so the GPU quota needs a preemption too while cpu
+    quota fits and cpu is fragmented: the victims must be the GPU group and the low group of one
+    rack. A Kueue that looks for victims only among the users of the GPU quota frees the GPUs but
+    no rack's cpu, and leaves the high group pending."""
+    scenario.require_kwok("adds Nodes of its own with a chosen capacity")
+    sc, host, gpu = scenario, lwsc_cluster.topology.hostname_label, lwsc_cluster.topology.gpu_resource
+    nodes = {f"lwsc-{unique}-r{i}": f"r{i}" for i in (1, 2)}
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    lo, hi = f"{unique}-lo", f"{unique}-hi"
+
+    def group(name: str, replicas: int, requests: dict[str, str], priority: str, required: bool = True) -> Obj:
+        obj = _per_pod(workloads.set_tas(_lws(name, replicas, 2), SLOT_RACK, required=required), requests)
+        obj["metadata"]["labels"][workloads.PRIORITY_LABEL] = priority
+        for role in ("leaderTemplate", "workerTemplate"):
+            obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+        return obj
+
+    names = ["low", "gpus", "high"] if gpu_short else ["low", "high"]
+    try:
+        for node, rack in nodes.items():
+            _slot_node(sc, unique, node, {"cpu": "4", "memory": "256Gi", "pods": "10", gpu: "2"}, {SLOT_RACK: rack})
+        sc.create(workloads.workload_priority_class(lo, 100))
+        sc.create(workloads.workload_priority_class(hi, 10000))
+        _slot_queue(
+            sc, unique, [SLOT_RACK, host], {gpu: "2"} if gpu_short else None, {"withinClusterQueue": "LowerPriority"}
+        )
+        sc.create(group("low", 2, {"cpu": "1500m"}, lo))
+        low = sc.wait_pods(K.all_ready(2, 2), "both low-priority groups Ready", selector=K.selector("low"))
+        low_racks = _rack_per_group(sc, low)
+        assert sorted(low_racks.values()) == ["r1", "r2"], f"the low groups' racks {low_racks}: one group per rack"
+        low_uids = {i: {p["metadata"]["uid"] for p in g} for i, g in K.groups_of(low).items()}
+        victims = {"low": K.lws_uid(sc, "low")}
+        if gpu_short:
+            sc.create(group("gpus", 1, {"cpu": "100m", gpu: "1"}, lo, required=False))
+            sc.wait_pods(K.all_ready(1, 2), "the low-priority GPU group Ready", selector=K.selector("gpus"))
+            victims["gpus"] = K.lws_uid(sc, "gpus")
+
+        sc.create(group("high", 1, {"cpu": "1", **({gpu: "1"} if gpu_short else {})}, hi))
+        try:
+            pods = sc.wait_pods(
+                K.all_ready(1, 2),
+                "the high-priority group admitted and Ready",
+                timeout=120,
+                selector=K.selector("high"),
+            )
+        except WaitTimeout:
+            also = " and the GPU group" if gpu_short else ""
+            raise AssertionError(
+                "the high-priority required-rack group never ran, though preempting the low group of "
+                f"either rack{also} makes room for it: {_pending_reason(sc, 'high')}"
+            ) from None
+        (rack,) = set(_rack_per_group(sc, pods).values())
+        (evicted,) = [i for i, r in low_racks.items() if r == rack]
+        (kept,) = [i for i, r in low_racks.items() if r != rack]
+
+        now = K.groups_of(sc.pods(K.selector("low")))
+        kept_now = {p["metadata"]["uid"] for p in now.get(kept, []) if P.pod_ready(p)}
+        assert kept_now == low_uids[kept], (
+            f"the low group in rack {low_racks[kept]}, where the high group does not run, was touched: "
+            f"Ready pods {sorted(kept_now)}, before {sorted(low_uids[kept])}"
+        )
+        survivors = {p["metadata"]["name"] for p in now.get(evicted, []) if p["metadata"]["uid"] in low_uids[evicted]}
+        assert not survivors, f"pods of the low group in rack {rack} survived its preemption: {sorted(survivors)}"
+        preempted = {"low": workloads.lws_workload_name("low", victims["low"], evicted)}
+        if gpu_short:
+            preempted["gpus"] = workloads.lws_workload_name("gpus", victims["gpus"], 0)
+        for name, wl_name in preempted.items():
+            K.wait_workloads(
+                sc,
+                victims[name],
+                lambda ws, wl_name=wl_name: [
+                    w
+                    for w in ws
+                    if w["metadata"]["name"] == wl_name
+                    and P.condition(w, "Preempted") == "True"
+                    and not K.quota_reserved(w)
+                ],
+                f"{wl_name} Preempted=True and without quota",
+            )
+        escaped = sc.observe_pods(K.leak(evicted), K.OBSERVE_SECONDS, selector=K.selector("low"))
+        assert escaped is None, escaped
+    finally:
+        _delete_lws_then_nodes(sc, names, list(nodes))
