@@ -1,0 +1,74 @@
+"""CHAOS-RESTART-011's check on a recording of the pinned LWS (tests/data): leader rb-1 deleted in
+the background, recreated once while the garbage collector still deleted its old workers
+(rb-1-1 and rb-1-2 marked deleting after the new rb-1 was created, the window of
+kubernetes-sigs/lws#805). The same recording doctored as the bug writes it: LWS takes an old
+worker's deletion for a failure of the new group and deletes the new leader (foreground), which
+the leader StatefulSet recreates a third time. Both doctored recordings end with one Ready rb-1 and
+the group whole, which is all CHAOS-RESTART-001's wait for the rebuilt group looks at."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from lws_conformance.observe import Timeline, history
+from lws_conformance.observe.timeline import Event
+
+RECORDING = Path(__file__).parent / "data" / "leader-background-delete-v0.9.0.timeline.json"
+LEADER = "rb-1"
+
+
+def _events() -> list[Event]:
+    return Timeline.load(RECORDING).ordered()
+
+
+def _leader_uids(events: list[Event]) -> list[str]:
+    return list(dict.fromkeys(str(e.obj["uid"]) for e in events if e.kind == "Pod" and e.name == LEADER))
+
+
+def _new_leader_ready(events: list[Event]) -> int:
+    """Index of the write that made the replacement leader Ready."""
+    new = _leader_uids(events)[1]
+    return next(i for i, e in enumerate(events) if e.kind == "Pod" and e.obj["uid"] == new and e.obj.get("ready"))
+
+
+def _doctored(third: bool) -> list[Event]:
+    """The new leader deleted again after it was Ready (and, with `third`, gone and replaced)."""
+    events = _events()
+    at = _new_leader_ready(events)
+    ready = events[at]
+    extra = [replace(ready, type="MODIFIED", obj={**ready.obj, "deleting": True})]
+    if third:
+        extra.append(replace(ready, type="DELETED", obj={**ready.obj, "deleting": True}))
+        extra.append(replace(ready, type="ADDED", obj={**ready.obj, "uid": "third-incarnation", "ready": False}))
+        extra.append(replace(ready, type="MODIFIED", obj={**ready.obj, "uid": "third-incarnation"}))
+    return events[: at + 1] + extra + events[at + 1 :]
+
+
+def test_the_recording_shows_the_race_window() -> None:
+    """The pinned run reached the fixed branch: old workers were marked deleting after the new
+    leader existed (a controller without the fix would have had them to react to)."""
+    events = _events()
+    old, new = _leader_uids(events)
+    created = next(i for i, e in enumerate(events) if e.kind == "Pod" and e.obj["uid"] == new)
+    stale = {
+        e.name
+        for e in events[created:]
+        if e.kind == "Pod" and e.name.startswith(f"{LEADER}-") and e.obj.get("deleting") and e.type != "DELETED"
+    }
+    assert old != new and stale == {"rb-1-1", "rb-1-2"}, stale
+
+
+def test_a_leader_recreated_once_passes() -> None:
+    assert history.replaced_more_than_once(_events(), LEADER) == []
+
+
+def test_a_replacement_leader_deleted_again_fails() -> None:
+    out = history.replaced_more_than_once(_doctored(third=False), LEADER)
+    assert len(out) == 1 and out[0].startswith(f"MODIFIED Pod/{LEADER} ") and "deleted again" in out[0], out
+
+
+def test_a_leader_recreated_twice_fails() -> None:
+    out = history.replaced_more_than_once(_doctored(third=True), LEADER)
+    assert len(out) == 2 and "deleted again" in out[0], out
+    assert out[1].startswith(f"pod {LEADER} replaced 2 times (uids ") and out[1].endswith("-> third-incarnation)"), out
