@@ -4,7 +4,8 @@ the background, recreated once while the garbage collector still deleted its old
 kubernetes-sigs/lws#805). The same recording doctored as the bug writes it: LWS takes an old
 worker's deletion for a failure of the new group and deletes the new leader (foreground), which
 the leader StatefulSet recreates a third time. Both doctored recordings end with one Ready rb-1 and
-the group whole, which is all CHAOS-RESTART-001's wait for the rebuilt group looks at."""
+the group whole, which is all CHAOS-RESTART-001's wait for the rebuilt group looks at. And the
+recording of the same test against LWS v0.9.0 with the fix reverted, where that happened."""
 
 from __future__ import annotations
 
@@ -14,12 +15,15 @@ from pathlib import Path
 from lws_conformance.observe import Timeline, history
 from lws_conformance.observe.timeline import Event
 
-RECORDING = Path(__file__).parent / "data" / "leader-background-delete-v0.9.0.timeline.json"
+DATA = Path(__file__).parent / "data"
+RECORDING = DATA / "leader-background-delete-v0.9.0.timeline.json"
+# The same test on LWS v0.9.0 with kubernetes-sigs/lws#805 reverted (benchmarks/history lws-8b6ef0c).
+REVERTED = DATA / "leader-background-delete-lws-805-reverted.timeline.json"
 LEADER = "rb-1"
 
 
-def _events() -> list[Event]:
-    return Timeline.load(RECORDING).ordered()
+def _events(path: Path = RECORDING) -> list[Event]:
+    return Timeline.load(path).ordered()
 
 
 def _leader_uids(events: list[Event]) -> list[str]:
@@ -72,3 +76,11 @@ def test_a_leader_recreated_twice_fails() -> None:
     out = history.replaced_more_than_once(_doctored(third=True), LEADER)
     assert len(out) == 2 and "deleted again" in out[0], out
     assert out[1].startswith(f"pod {LEADER} replaced 2 times (uids ") and out[1].endswith("-> third-incarnation)"), out
+
+
+def test_the_reverted_fix_recorded_fails() -> None:
+    """The recording of the run with the fix reverted: an old worker's deletion made LWS delete the
+    new leader (rv 458 is its first write marked deleting) and the StatefulSet created a third."""
+    out = history.replaced_more_than_once(_events(REVERTED), LEADER)
+    assert len(out) == 2 and out[0].startswith(f"MODIFIED Pod/{LEADER} rv 458: its replacement"), out
+    assert out[1].startswith(f"pod {LEADER} replaced 2 times"), out

@@ -163,7 +163,7 @@ def test_a_leader_deleted_in_the_background_recreates_its_group_once(
     # The recording holds what the window saw (its final sync lists after the window ended).
     out = history.replaced_more_than_once(events, leader) or ([late] if late else [])
     out += [
-        f"RecreateGroup event for a leader deleted by the test: {e['note']}"
+        f"RecreateGroup event for group {group}, whose leader only the test deleted: {e['note']}"
         for e in recreate_group_events(sc)
         if str(e.get("note")).endswith(f"to recreate group {group}")
     ]
