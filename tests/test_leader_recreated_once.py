@@ -1,11 +1,12 @@
 """CHAOS-RESTART-011's check on a recording of the pinned LWS (tests/data): leader rb-1 deleted in
 the background, recreated once while the garbage collector still deleted its old workers
 (rb-1-1 and rb-1-2 marked deleting after the new rb-1 was created, the window of
-kubernetes-sigs/lws#805). The same recording doctored as the bug writes it: LWS takes an old
-worker's deletion for a failure of the new group and deletes the new leader (foreground), which
-the leader StatefulSet recreates a third time. Both doctored recordings end with one Ready rb-1 and
-the group whole, which is all CHAOS-RESTART-001's wait for the rebuilt group looks at. And the
-recording of the same test against LWS v0.9.0 with the fix reverted, where that happened."""
+kubernetes-sigs/lws#805). The same recording doctored as the bug writes it, late (in the quiet
+window after the group was steady): LWS takes an old worker's deletion for a failure of the new
+group and deletes the new leader (foreground), which the leader StatefulSet recreates a third time;
+that recording ends with one Ready rb-1 and the group whole, all that CHAOS-RESTART-001's wait for
+the rebuilt group looks at. And the recording of the same test against LWS v0.9.0 with the fix
+reverted, where it happened before the group was steady."""
 
 from __future__ import annotations
 
@@ -30,23 +31,19 @@ def _leader_uids(events: list[Event]) -> list[str]:
     return list(dict.fromkeys(str(e.obj["uid"]) for e in events if e.kind == "Pod" and e.name == LEADER))
 
 
-def _new_leader_ready(events: list[Event]) -> int:
-    """Index of the write that made the replacement leader Ready."""
-    new = _leader_uids(events)[1]
-    return next(i for i, e in enumerate(events) if e.kind == "Pod" and e.obj["uid"] == new and e.obj.get("ready"))
-
-
 def _doctored(third: bool) -> list[Event]:
-    """The new leader deleted again after it was Ready (and, with `third`, gone and replaced)."""
+    """The recording with writes appended after its end (the group steady, in the quiet window): the
+    new leader marked deleting (LWS deleting it, foreground) and, with `third`, gone and replaced by a
+    third leader that turns Ready, so the group ends whole again."""
     events = _events()
-    at = _new_leader_ready(events)
-    ready = events[at]
-    extra = [replace(ready, type="MODIFIED", obj={**ready.obj, "deleting": True})]
+    new = _leader_uids(events)[1]
+    last = next(e for e in reversed(events) if e.kind == "Pod" and e.obj["uid"] == new)
+    extra = [replace(last, type="MODIFIED", obj={**last.obj, "deleting": True})]
     if third:
-        extra.append(replace(ready, type="DELETED", obj={**ready.obj, "deleting": True}))
-        extra.append(replace(ready, type="ADDED", obj={**ready.obj, "uid": "third-incarnation", "ready": False}))
-        extra.append(replace(ready, type="MODIFIED", obj={**ready.obj, "uid": "third-incarnation"}))
-    return events[: at + 1] + extra + events[at + 1 :]
+        extra.append(replace(last, type="DELETED", obj={**last.obj, "deleting": True}))
+        extra.append(replace(last, type="ADDED", obj={**last.obj, "uid": "third-incarnation", "ready": False}))
+        extra.append(replace(last, type="MODIFIED", obj={**last.obj, "uid": "third-incarnation"}))
+    return events + extra
 
 
 def test_the_recording_shows_the_race_window() -> None:
