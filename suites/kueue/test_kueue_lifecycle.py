@@ -21,11 +21,13 @@ from lws_conformance.testing import (
     Claims,
     ClusterHandle,
     Failures,
+    InfraError,
     Scenario,
     WaitTimeout,
     artifact_dir,
     history,
     images,
+    reached,
     record,
     saved,
     workloads,
@@ -224,6 +226,74 @@ def test_restart_policy_none_replaces_only_the_deleted_pod_through_the_gate(
         f"{name} is not the same admitted Workload: (uid, Admitted since) {admission} before the deletion, "
         f"{(after['metadata']['uid'], _admitted_since(after))} after"
     )
+
+
+# The finalizer Kueue's pod webhook puts on a pod it manages (pod/constants PodFinalizer, the same
+# string as the label) when SkipFinalizersForPodsSuspendedByParent is off or the pod has no parent.
+FINALIZER = MANAGED
+NO_SKIP = "SkipFinalizersForPodsSuspendedByParent"
+
+
+# From v0.18.0 the gate is GA and locked to true (kube_features.go L600 of v0.18.0: a Kueue told
+# to turn it off does not start), and no LWS pod carries the finalizer.
+NO_SKIP_LOCKED_SINCE = "v0.18.0"
+
+
+@pytest.fixture
+def finalizers_settable(lwsc_cluster: ClusterHandle) -> None:
+    """Skip (before the private cluster comes up) where the Kueue under test cannot turn the gate off."""
+    have = (lwsc_cluster.versions or {}).get("kueue")
+    if have is not None and reached(have, NO_SKIP_LOCKED_SINCE):
+        pytest.skip(
+            f"Kueue {have} has {NO_SKIP} GA and locked on (since {NO_SKIP_LOCKED_SINCE}): no LWS pod carries "
+            f"its {FINALIZER} finalizer"
+        )
+
+
+@pytest.mark.private_cluster(f"kueue.feature_gates.{NO_SKIP}=false")
+@pytest.mark.requirement("KUEUE-RESTART-002")
+def test_a_force_deleted_pod_is_released_by_kueue_without_a_terminal_phase(
+    finalizers_settable: None, private_scenario: Scenario, unique: str
+) -> None:
+    """Kueue's SkipFinalizersForPodsSuspendedByParent gate off (a private cluster of its own): every
+    pod of a queued LWS carries Kueue's finalizer. Worker fz-0-1 of the admitted group is
+    force-deleted (grace 0), as an operator removes a pod whose node stopped answering: no kubelet
+    ever reports it terminated (kwok writes no terminal phase for it, and its pod-delete stage plays
+    only during a grace period). Kueue must drop its finalizer from the pod being deleted, so the
+    pod goes away and the StatefulSet replaces it (restartPolicy None: only that pod) and the group
+    runs whole again; a Kueue that releases only terminated pods keeps it Terminating for good."""
+    sc, name, size, victim = private_scenario, "fz", 2, "fz-0-1"
+    K.plain_queue(sc, unique, {"cpu": "10", "memory": "10Gi"})
+    obj = workloads.lws(name, replicas=1, size=size, queue=K.QUEUE)
+    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    sc.create(obj)
+    pods = sc.wait_pods(K.all_ready(1, size), "the group admitted and Ready", selector=K.selector(name))
+    without = sorted(p["metadata"]["name"] for p in pods if FINALIZER not in (p["metadata"].get("finalizers") or []))
+    if without:
+        raise InfraError(
+            f"the test's precondition did not hold (not a Kueue verdict): with {NO_SKIP} off, pods {without} "
+            f"carry no {FINALIZER} finalizer"
+        )
+    old = next(p["metadata"]["uid"] for p in pods if p["metadata"]["name"] == victim)
+    sc.core.delete_namespaced_pod(victim, sc.namespace, grace_period_seconds=0)
+
+    def replaced(objs: list[Obj]) -> list[Obj] | None:
+        if any(p["metadata"]["uid"] == old for p in objs):
+            return None
+        return K.all_ready(1, size)(objs)
+
+    try:
+        sc.wait_pods(replaced, f"{victim} gone, replaced and the group Ready", selector=K.selector(name))
+    except WaitTimeout as exc:
+        left = [p for p in sc.pods(K.selector(name)) if p["metadata"]["uid"] == old]
+        if not left:
+            raise
+        meta = left[0]["metadata"]
+        raise AssertionError(
+            f"force-deleted {victim} (uid {old}) still Terminating: finalizers {meta.get('finalizers')}, "
+            f"phase {(left[0].get('status') or {}).get('phase')}, deletionTimestamp {meta.get('deletionTimestamp')}"
+            f"\n{exc}"
+        ) from None
 
 
 def _admitted_since(wl: Obj) -> str:
