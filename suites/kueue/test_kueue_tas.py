@@ -577,6 +577,112 @@ def test_a_deleted_host_is_replaced_without_moving_the_rest_of_the_group(
         _delete_lws_then_nodes(sc, "hs", names)
 
 
+def _cpu_of_each_pod(obj: Obj, resources: str) -> Obj:
+    """One cpu (and 64Mi) per container, as requests, or as limits only (`resources` "limits"):
+    Kueue treats the limits as requests, and the API server defaults the pods' requests from them."""
+    for role in ("leaderTemplate", "workerTemplate"):
+        for c in obj["spec"]["leaderWorkerTemplate"][role]["spec"]["containers"]:
+            c["resources"] = {resources: {"cpu": "1", "memory": "64Mi"}}
+    return obj
+
+
+@pytest.mark.requirement("KUEUE-TAS-014")
+@pytest.mark.destructive  # adds Nodes of its own and deletes one
+@pytest.mark.parametrize("resources", ["requests", "limits"])
+def test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running_ones(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, resources: str
+) -> None:
+    """Node hot swap of one worker while the others run: a leader and two workers of 1 cpu each
+    (as container requests, or as limits only), required in one rack of three 1-cpu hosts, with
+    LWS restartPolicy None, so that only the pod of a lost host is recreated. Once the group runs,
+    a spare 1-cpu host joins the rack, its name sorting after the other three; then the first
+    worker's (rank 0's) host is deleted. Kueue must put the spare host in its place without
+    evicting the Workload: the replacement first worker runs on the spare host, the leader and the
+    second worker keep running on their hosts. (The replacement assignment lists the worker
+    PodSet's hosts by name, so rank 0 now comes first on the second worker's host: the ungater must
+    see that host taken by the running second worker and pin the replacement to the free one, the
+    spare; with limits only, Kueue must count the limits as the replacement's requests, so that no
+    taken host looks free.)"""
+    scenario.require_kwok("adds Nodes of its own and deletes one")
+    sc, host = scenario, lwsc_cluster.topology.hostname_label
+    names = [f"lwsc-{unique}-h{i}" for i in range(3)]
+    spare = f"lwsc-{unique}-h3"  # sorts after the other three
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    obj = _cpu_of_each_pod(workloads.set_tas(_lws("hw", 1, 3), SLOTS), resources)
+    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    for role in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+    seen: list[Obj] = []
+
+    def placed(pods: list[Obj]) -> dict[str, str]:
+        return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in P.live(pods)}
+
+    try:
+        for name in names:
+            _slot_node(sc, unique, name, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        _slot_queue(sc, unique, [SLOTS, host])
+        sc.create(obj)
+        uid = K.lws_uid(sc, "hw")
+        wl_name = workloads.lws_workload_name("hw", uid, 0)
+        pods = sc.wait_pods(K.all_ready(1, 3), "the group Ready on three hosts", selector=K.selector("hw"))
+        first = placed(pods)
+        _slot_node(sc, unique, spare, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        lost = first["hw-0-1"]
+        sc.core.delete_node(lost)
+        want = {**first, "hw-0-1": spare}
+
+        def swapped(pods: list[Obj]) -> list[Obj] | None:
+            seen[:] = P.live(pods)
+            ready = K.all_ready(1, 3)(pods)
+            return ready if ready and placed(ready) == want else None
+
+        try:
+            # the pod of a deleted Node goes when pod GC deletes it (after its 40 s quarantine)
+            sc.wait_pods(
+                swapped,
+                f"hw-0-1 replaced on the spare host and the group Ready, {want}, after {lost} was deleted",
+                timeout=180,
+                selector=K.selector("hw"),
+            )
+        except WaitTimeout as exc:
+            raise AssertionError(f"{exc}\n{_where_the_replacement_went(seen, 'hw-0-1', spare, first)}") from None
+        (wl,) = K.wait_workloads(
+            sc,
+            uid,
+            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and K.admitted(w)] or None,
+            f"{wl_name} Admitted",
+        )
+        assert P.condition(wl, "Evicted") is None, (
+            f"{wl_name} was evicted (conditions {(wl.get('status') or {}).get('conditions')}): "
+            "the deleted host was not swapped within the assignment"
+        )
+    finally:
+        _delete_lws_then_nodes(sc, "hw", [*names, spare])
+
+
+def _where_the_replacement_went(pods: list[Obj], name: str, spare: str, first: dict[str, str]) -> str:
+    """Where the replacement `name` was last seen: its phase, node, and the host Kueue's ungating
+    pinned it to (nodeSelector), beside the hosts the others ran on before (`first`)."""
+    pod = next((p for p in pods if p["metadata"]["name"] == name), None)
+    if pod is None:
+        return f"{name}: no live pod last seen; the spare host is {spare}; the others ran on {first}"
+    spec, status = pod["spec"], pod.get("status") or {}
+    gates = [g["name"] for g in spec.get("schedulingGates") or []]
+    why = next(
+        (
+            f"{c.get('reason')}: {c.get('message')}"
+            for c in status.get("conditions") or []
+            if c["type"] == "PodScheduled"
+        ),
+        "",
+    )
+    return (
+        f"{name} last seen {status.get('phase')} on {spec.get('nodeName') or 'no node'}, nodeSelector "
+        f"{spec.get('nodeSelector')}, scheduling gates {gates}, PodScheduled {why or 'unset'}; the spare host is "
+        f"{spare}; before the deletion the group ran on {first}"
+    )
+
+
 @pytest.mark.requirement("KUEUE-TAS-008")
 @pytest.mark.destructive  # adds Nodes of its own
 def test_leader_placed_on_the_one_host_with_its_resource(
