@@ -24,6 +24,7 @@ from lws_conformance.testing import (
     POOL_LABEL,
     ClusterHandle,
     Failures,
+    LocalCluster,
     Scenario,
     WaitTimeout,
     node_manifest,
@@ -658,6 +659,94 @@ def test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running
         )
     finally:
         _delete_lws_then_nodes(sc, "hw", [*names, spare])
+
+
+@pytest.mark.requirement("KUEUE-TAS-015")
+@pytest.mark.destructive  # adds Nodes of its own, deletes one and restarts Kueue
+def test_a_node_replacement_pending_over_a_kueue_restart_completes_after_it(
+    private_scenario: Scenario, private_cluster: LocalCluster, unique: str
+) -> None:
+    """A node hot swap that waits over a Kueue restart: a leader and two workers whose containers
+    give 1 cpu as limits only, required in one rack of three 1-cpu hosts, restartPolicy None. The
+    first worker's host is deleted while the rack has no spare host: Kueue records the host as
+    unhealthy in the Workload's status and finds no replacement yet. Kueue is stopped, a spare
+    1-cpu host joins the rack, and Kueue is started again, all before pod GC removes the lost pod
+    (40 s), so the restarted Kueue finds the Workload waiting for its replacement when it starts:
+    the replacement first worker must run on the spare host, the leader and the second worker keep
+    running on their hosts, and the Workload stays admitted, not evicted. (The restarted Kueue
+    queues the replacement from the Workload as it reads it at start, whose limits must count as
+    requests, so that no taken host looks free.)"""
+    sc, host = private_scenario, private_scenario.cluster.topology.hostname_label
+    sc.require_kwok("adds Nodes of its own and deletes one")
+    names = [f"lwsc-{unique}-h{i}" for i in range(3)]
+    spare = f"lwsc-{unique}-h3"
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    obj = _cpu_of_each_pod(workloads.set_tas(_lws("hk", 1, 3), SLOTS), "limits")
+    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    for role in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+    seen: list[Obj] = []
+
+    def placed(pods: list[Obj]) -> dict[str, str]:
+        return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in P.live(pods)}
+
+    try:
+        for name in names:
+            _slot_node(sc, unique, name, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        _slot_queue(sc, unique, [SLOTS, host])
+        sc.create(obj)
+        uid = K.lws_uid(sc, "hk")
+        wl_name = workloads.lws_workload_name("hk", uid, 0)
+        pods = sc.wait_pods(K.all_ready(1, 3), "the group Ready on three hosts", selector=K.selector("hk"))
+        first = placed(pods)
+        lost = first["hk-0-1"]
+        sc.core.delete_node(lost)
+        K.wait_workloads(
+            sc,
+            uid,
+            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and lost in _unhealthy_nodes(w)] or None,
+            f"{wl_name} recording {lost} as unhealthy (status.unhealthyNodes)",
+            timeout=20,
+        )
+        private_cluster.stop_component("kueue")
+        try:
+            _slot_node(sc, unique, spare, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        finally:
+            private_cluster.start_component("kueue")
+        want = {**first, "hk-0-1": spare}
+
+        def swapped(pods: list[Obj]) -> list[Obj] | None:
+            seen[:] = P.live(pods)
+            ready = K.all_ready(1, 3)(pods)
+            return ready if ready and placed(ready) == want else None
+
+        try:
+            sc.wait_pods(
+                swapped,
+                f"hk-0-1 replaced on the spare host and the group Ready, {want}, after {lost} was deleted "
+                "and Kueue restarted",
+                timeout=180,
+                selector=K.selector("hk"),
+            )
+        except WaitTimeout as exc:
+            raise AssertionError(f"{exc}\n{_where_the_replacement_went(seen, 'hk-0-1', spare, first)}") from None
+        (wl,) = K.wait_workloads(
+            sc,
+            uid,
+            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and K.admitted(w)] or None,
+            f"{wl_name} Admitted",
+        )
+        assert P.condition(wl, "Evicted") is None, (
+            f"{wl_name} was evicted (conditions {(wl.get('status') or {}).get('conditions')}): "
+            "the deleted host was not swapped within the assignment"
+        )
+    finally:
+        _delete_lws_then_nodes(sc, "hk", [*names, spare])
+
+
+def _unhealthy_nodes(wl: Obj) -> list[str]:
+    """The hosts Kueue has recorded as failed for Workload `wl` (status.unhealthyNodes)."""
+    return [n.get("name", "") for n in (wl.get("status") or {}).get("unhealthyNodes") or []]
 
 
 def _where_the_replacement_went(pods: list[Obj], name: str, spare: str, first: dict[str, str]) -> str:
