@@ -526,7 +526,9 @@ def test_a_deleted_host_is_replaced_without_moving_the_rest_of_the_group(
     worker keeps a host of the worker PodSet's assignment, so Kueue must derive the required domain
     from it and merge the replacement into it. The failed worker makes LWS recreate the group under
     its default restart policy, and the new workers take the PodSet's hosts by rank, so the check
-    is per role: the leader's host and the set of the workers' hosts.)"""
+    is per role: the leader's host and the set of the workers' hosts. With restartPolicy None the
+    other workers keep running and the replacement's rank order matters:
+    test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running_ones.)"""
     scenario.require_kwok("adds Nodes of its own and deletes one")
     sc, host = scenario, lwsc_cluster.topology.hostname_label
     names = [f"lwsc-{unique}-h{i}" for i in range(4)]
