@@ -595,17 +595,17 @@ def _cpu_of_each_pod(obj: Obj, resources: str) -> Obj:
 def test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running_ones(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, resources: str
 ) -> None:
-    """Node hot swap of one worker while the others run: a leader and two workers of 1 cpu each
-    (as container requests, or as limits only), required in one rack of three 1-cpu hosts, with
-    LWS restartPolicy None, so that only the pod of a lost host is recreated. Once the group runs,
-    a spare 1-cpu host joins the rack, its name sorting after the other three; then the first
-    worker's (rank 0's) host is deleted. Kueue must put the spare host in its place without
-    evicting the Workload: the replacement first worker runs on the spare host, the leader and the
-    second worker keep running on their hosts. (The replacement assignment lists the worker
-    PodSet's hosts by name, so rank 0 now comes first on the second worker's host: the ungater must
-    see that host taken by the running second worker and pin the replacement to the free one, the
-    spare; with limits only, Kueue must count the limits as the replacement's requests, so that no
-    taken host looks free.)"""
+    """Node hot swap of one worker while the others run: a leader and two workers of 1 cpu each (as
+    container requests, or as limits only), required in one rack of three 1-cpu hosts, with LWS
+    restartPolicy None, so that only the pod of a lost host is recreated. Once the group runs, a
+    spare 1-cpu host joins the rack, its name sorting after the other three; then the first worker's
+    (rank 0's) host is deleted. Kueue must put the spare host in its place without evicting the
+    Workload: the replacement first worker runs on the spare host, the leader and the second worker
+    keep running on their hosts (the same pods, same UIDs). (The replacement assignment lists the
+    worker PodSet's hosts by name, so rank 0 now comes first on the second worker's host: the
+    ungater must see that host taken by the running second worker and pin the replacement to the
+    free one, the spare; with limits only, Kueue must count the limits as the replacement's
+    requests, so that no taken host looks free.)"""
     scenario.require_kwok("adds Nodes of its own and deletes one")
     sc, host = scenario, lwsc_cluster.topology.hostname_label
     names = [f"lwsc-{unique}-h{i}" for i in range(3)]
@@ -641,7 +641,7 @@ def test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running
 
         try:
             # the pod of a deleted Node goes when pod GC deletes it (after its 40 s quarantine)
-            sc.wait_pods(
+            now = sc.wait_pods(
                 swapped,
                 f"hw-0-1 replaced on the spare host and the group Ready, {want}, after {lost} was deleted",
                 timeout=180,
@@ -649,6 +649,8 @@ def test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running
             )
         except WaitTimeout as exc:
             raise AssertionError(f"{exc}\n{_where_the_replacement_went(seen, 'hw-0-1', spare, first)}") from None
+        moved = _recreated(pods, now, "hw-0-1")
+        assert not moved, f"pods other than hw-0-1 recreated (restartPolicy None), new UIDs: {moved}"
         (wl,) = K.wait_workloads(
             sc,
             uid,
@@ -668,16 +670,16 @@ def test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running
 def test_a_node_replacement_pending_over_a_kueue_restart_completes_after_it(
     private_scenario: Scenario, private_cluster: LocalCluster, unique: str
 ) -> None:
-    """A node hot swap that waits over a Kueue restart: a leader and two workers whose containers
-    give 1 cpu as limits only, required in one rack of three 1-cpu hosts, restartPolicy None. The
-    first worker's host is deleted while the rack has no spare host: Kueue records the host as
-    unhealthy in the Workload's status and finds no replacement yet. Kueue is stopped, a spare
-    1-cpu host joins the rack, and Kueue is started again, all before pod GC removes the lost pod
-    (40 s), so the restarted Kueue finds the Workload waiting for its replacement when it starts:
-    the replacement first worker must run on the spare host, the leader and the second worker keep
-    running on their hosts, and the Workload stays admitted, not evicted. (The restarted Kueue
-    queues the replacement from the Workload as it reads it at start, whose limits must count as
-    requests, so that no taken host looks free.)"""
+    """A node hot swap that waits over a Kueue restart: a leader and two workers whose containers give
+    1 cpu as limits only, required in one rack of three 1-cpu hosts, restartPolicy None. The first
+    worker's host is deleted while the rack has no spare host: Kueue records the host as unhealthy
+    in the Workload's status and finds no replacement yet. Kueue is stopped, a spare 1-cpu host
+    joins the rack, and Kueue is started again, all before pod GC removes the lost pod (40 s), so
+    the restarted Kueue finds the Workload waiting for its replacement when it starts: the
+    replacement first worker must run on the spare host, the leader and the second worker keep
+    running on their hosts (the same pods, same UIDs), and the Workload stays admitted, not evicted.
+    (The restarted Kueue queues the replacement from the Workload as it reads it at start, whose
+    limits must count as requests, so that no taken host looks free.)"""
     sc, host = private_scenario, private_scenario.cluster.topology.hostname_label
     sc.require_kwok("adds Nodes of its own and deletes one")
     names = [f"lwsc-{unique}-h{i}" for i in range(3)]
@@ -723,7 +725,7 @@ def test_a_node_replacement_pending_over_a_kueue_restart_completes_after_it(
             return ready if ready and placed(ready) == want else None
 
         try:
-            sc.wait_pods(
+            now = sc.wait_pods(
                 swapped,
                 f"hk-0-1 replaced on the spare host and the group Ready, {want}, after {lost} was deleted "
                 "and Kueue restarted",
@@ -732,6 +734,8 @@ def test_a_node_replacement_pending_over_a_kueue_restart_completes_after_it(
             )
         except WaitTimeout as exc:
             raise AssertionError(f"{exc}\n{_where_the_replacement_went(seen, 'hk-0-1', spare, first)}") from None
+        moved = _recreated(pods, now, "hk-0-1")
+        assert not moved, f"pods other than hk-0-1 recreated (restartPolicy None), new UIDs: {moved}"
         (wl,) = K.wait_workloads(
             sc,
             uid,
@@ -749,6 +753,17 @@ def test_a_node_replacement_pending_over_a_kueue_restart_completes_after_it(
 def _unhealthy_nodes(wl: Obj) -> list[str]:
     """The hosts Kueue has recorded as failed for Workload `wl` (status.unhealthyNodes)."""
     return [n.get("name", "") for n in (wl.get("status") or {}).get("unhealthyNodes") or []]
+
+
+def _recreated(first: list[Obj], now: list[Obj], lost: str) -> dict[str, str]:
+    """The pods of `first` other than `lost` that `now` has with another UID (or not at all):
+    under restartPolicy None, LWS recreates only the pod that failed."""
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in now}
+    return {
+        p["metadata"]["name"]: uids.get(p["metadata"]["name"], "gone")
+        for p in first
+        if p["metadata"]["name"] != lost and uids.get(p["metadata"]["name"]) != p["metadata"]["uid"]
+    }
 
 
 def _where_the_replacement_went(pods: list[Obj], name: str, spare: str, first: dict[str, str]) -> str:
