@@ -666,7 +666,7 @@ def test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running
         _delete_lws_then_nodes(sc, "hw", [*names, spare])
 
 
-@pytest.mark.requirement("KUEUE-TAS-015")
+@pytest.mark.requirement("KUEUE-TAS-016")
 @pytest.mark.destructive  # adds Nodes of its own, deletes one and restarts Kueue
 def test_a_node_replacement_pending_over_a_kueue_restart_completes_after_it(
     private_scenario: Scenario, private_cluster: LocalCluster, unique: str
