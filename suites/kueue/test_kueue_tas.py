@@ -24,6 +24,8 @@ from lws_conformance.testing import (
     POOL_LABEL,
     ClusterHandle,
     Failures,
+    InfraError,
+    LocalCluster,
     Scenario,
     WaitTimeout,
     node_manifest,
@@ -539,7 +541,9 @@ def test_a_deleted_host_is_replaced_without_moving_the_rest_of_the_group(
     worker keeps a host of the worker PodSet's assignment, so Kueue must derive the required domain
     from it and merge the replacement into it. The failed worker makes LWS recreate the group under
     its default restart policy, and the new workers take the PodSet's hosts by rank, so the check
-    is per role: the leader's host and the set of the workers' hosts.)"""
+    is per role: the leader's host and the set of the workers' hosts. With restartPolicy None the
+    other workers keep running and the replacement's rank order matters:
+    test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running_ones.)"""
     scenario.require_kwok("adds Nodes of its own and deletes one")
     sc, host = scenario, lwsc_cluster.topology.hostname_label
     names = [f"lwsc-{unique}-h{i}" for i in range(4)]
@@ -589,6 +593,224 @@ def test_a_deleted_host_is_replaced_without_moving_the_rest_of_the_group(
         )
     finally:
         _delete_lws_then_nodes(sc, "hs", names)
+
+
+def _cpu_of_each_pod(obj: Obj, resources: str) -> Obj:
+    """One cpu (and 64Mi) per container, as requests, or as limits only (`resources` "limits"):
+    Kueue treats the limits as requests, and the API server defaults the pods' requests from them."""
+    for role in ("leaderTemplate", "workerTemplate"):
+        for c in obj["spec"]["leaderWorkerTemplate"][role]["spec"]["containers"]:
+            c["resources"] = {resources: {"cpu": "1", "memory": "64Mi"}}
+    return obj
+
+
+@pytest.mark.requirement("KUEUE-TAS-014")
+@pytest.mark.destructive  # adds Nodes of its own and deletes one
+@pytest.mark.parametrize("resources", ["requests", "limits"])
+def test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running_ones(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, resources: str
+) -> None:
+    """Node hot swap of one worker while the others run: a leader and two workers of 1 cpu each (as
+    container requests, or as limits only), required in one rack of three 1-cpu hosts, with LWS
+    restartPolicy None, so that only the pod of a lost host is recreated. Once the group runs, a
+    spare 1-cpu host joins the rack, its name sorting after the other three; then the first worker's
+    (rank 0's) host is deleted. Kueue must put the spare host in its place without evicting the
+    Workload: the replacement first worker runs on the spare host, the leader and the second worker
+    keep running on their hosts (the same pods, same UIDs). (The replacement assignment lists the
+    worker PodSet's hosts by name, so rank 0 now comes first on the second worker's host: the
+    ungater must see that host taken by the running second worker and pin the replacement to the
+    free one, the spare; with limits only, Kueue must count the limits as the replacement's
+    requests, so that no taken host looks free.)"""
+    scenario.require_kwok("adds Nodes of its own and deletes one")
+    sc, host = scenario, lwsc_cluster.topology.hostname_label
+    names = [f"lwsc-{unique}-h{i}" for i in range(3)]
+    spare = f"lwsc-{unique}-h3"  # sorts after the other three
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    obj = _cpu_of_each_pod(workloads.set_tas(_lws("hw", 1, 3), SLOTS), resources)
+    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    for role in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+    seen: list[Obj] = []
+
+    def placed(pods: list[Obj]) -> dict[str, str]:
+        return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in P.live(pods)}
+
+    try:
+        for name in names:
+            _slot_node(sc, unique, name, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        _slot_queue(sc, unique, [SLOTS, host])
+        sc.create(obj)
+        uid = K.lws_uid(sc, "hw")
+        wl_name = workloads.lws_workload_name("hw", uid, 0)
+        pods = sc.wait_pods(K.all_ready(1, 3), "the group Ready on three hosts", selector=K.selector("hw"))
+        first = placed(pods)
+        _slot_node(sc, unique, spare, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        lost = first["hw-0-1"]
+        sc.core.delete_node(lost)
+        want = {**first, "hw-0-1": spare}
+
+        def swapped(pods: list[Obj]) -> list[Obj] | None:
+            seen[:] = P.live(pods)
+            ready = K.all_ready(1, 3)(pods)
+            return ready if ready and placed(ready) == want else None
+
+        try:
+            # the pod of a deleted Node goes when pod GC deletes it (after its 40 s quarantine)
+            now = sc.wait_pods(
+                swapped,
+                f"hw-0-1 replaced on the spare host and the group Ready, {want}, after {lost} was deleted",
+                timeout=180,
+                selector=K.selector("hw"),
+            )
+        except WaitTimeout as exc:
+            raise AssertionError(f"{exc}\n{_where_the_replacement_went(seen, 'hw-0-1', spare, first)}") from None
+        moved = _recreated(pods, now, "hw-0-1")
+        assert not moved, f"pods other than hw-0-1 recreated (restartPolicy None), new UIDs: {moved}"
+        (wl,) = K.wait_workloads(
+            sc,
+            uid,
+            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and K.admitted(w)] or None,
+            f"{wl_name} Admitted",
+        )
+        assert P.condition(wl, "Evicted") is None, (
+            f"{wl_name} was evicted (conditions {(wl.get('status') or {}).get('conditions')}): "
+            "the deleted host was not swapped within the assignment"
+        )
+    finally:
+        _delete_lws_then_nodes(sc, "hw", [*names, spare])
+
+
+@pytest.mark.requirement("KUEUE-TAS-016")
+@pytest.mark.destructive  # adds Nodes of its own, deletes one and restarts Kueue
+def test_a_node_replacement_pending_over_a_kueue_restart_completes_after_it(
+    private_scenario: Scenario, private_cluster: LocalCluster, unique: str
+) -> None:
+    """A node hot swap that waits over a Kueue restart: a leader and two workers whose containers give
+    1 cpu as limits only, required in one rack of three 1-cpu hosts, restartPolicy None. The first
+    worker's host is deleted while the rack has no spare host: Kueue records the host as unhealthy
+    in the Workload's status and finds no replacement yet. Kueue is stopped, a spare 1-cpu host
+    joins the rack, and Kueue is started again, all before pod GC removes the lost pod (40 s), so
+    the restarted Kueue finds the Workload waiting for its replacement when it starts: the
+    replacement first worker must run on the spare host, the leader and the second worker keep
+    running on their hosts (the same pods, same UIDs), and the Workload stays admitted, not evicted.
+    (The restarted Kueue queues the replacement from the Workload as it reads it at start, whose
+    limits must count as requests, so that no taken host looks free. A restart that ends after pod
+    GC removed the lost pod reads error: the test cannot tell which Kueue its replacement met.)"""
+    sc, host = private_scenario, private_scenario.cluster.topology.hostname_label
+    sc.require_kwok("adds Nodes of its own and deletes one")
+    names = [f"lwsc-{unique}-h{i}" for i in range(3)]
+    spare = f"lwsc-{unique}-h3"
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    obj = _cpu_of_each_pod(workloads.set_tas(_lws("hk", 1, 3), SLOTS), "limits")
+    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    for role in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+    seen: list[Obj] = []
+
+    def placed(pods: list[Obj]) -> dict[str, str]:
+        return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in P.live(pods)}
+
+    try:
+        for name in names:
+            _slot_node(sc, unique, name, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        _slot_queue(sc, unique, [SLOTS, host])
+        sc.create(obj)
+        uid = K.lws_uid(sc, "hk")
+        wl_name = workloads.lws_workload_name("hk", uid, 0)
+        pods = sc.wait_pods(K.all_ready(1, 3), "the group Ready on three hosts", selector=K.selector("hk"))
+        first = placed(pods)
+        lost = first["hk-0-1"]
+        sc.core.delete_node(lost)
+        K.wait_workloads(
+            sc,
+            uid,
+            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and lost in _unhealthy_nodes(w)] or None,
+            f"{wl_name} recording {lost} as unhealthy (status.unhealthyNodes)",
+            timeout=20,
+        )
+        private_cluster.stop_component("kueue")
+        try:
+            _slot_node(sc, unique, spare, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        finally:
+            private_cluster.start_component("kueue")
+        old = next(p["metadata"]["uid"] for p in pods if p["metadata"]["name"] == "hk-0-1")
+        if old not in {p["metadata"]["uid"] for p in sc.list_objects("Pod", K.selector("hk"))}:
+            # pod GC removed the lost pod before Kueue was back: its replacement may have met the
+            # Kueue of before the restart, or none, so the restarted one's work cannot be told
+            raise InfraError(
+                f"hk-0-1 on the deleted {lost} was gone before Kueue had restarted (pod GC's 40 s "
+                "quarantine passed while Kueue was down): the restart came too late to test"
+            )
+        want = {**first, "hk-0-1": spare}
+
+        def swapped(pods: list[Obj]) -> list[Obj] | None:
+            seen[:] = P.live(pods)
+            ready = K.all_ready(1, 3)(pods)
+            return ready if ready and placed(ready) == want else None
+
+        try:
+            now = sc.wait_pods(
+                swapped,
+                f"hk-0-1 replaced on the spare host and the group Ready, {want}, after {lost} was deleted "
+                "and Kueue restarted",
+                timeout=180,
+                selector=K.selector("hk"),
+            )
+        except WaitTimeout as exc:
+            raise AssertionError(f"{exc}\n{_where_the_replacement_went(seen, 'hk-0-1', spare, first)}") from None
+        moved = _recreated(pods, now, "hk-0-1")
+        assert not moved, f"pods other than hk-0-1 recreated (restartPolicy None), new UIDs: {moved}"
+        (wl,) = K.wait_workloads(
+            sc,
+            uid,
+            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and K.admitted(w)] or None,
+            f"{wl_name} Admitted",
+        )
+        assert P.condition(wl, "Evicted") is None, (
+            f"{wl_name} was evicted (conditions {(wl.get('status') or {}).get('conditions')}): "
+            "the deleted host was not swapped within the assignment"
+        )
+    finally:
+        _delete_lws_then_nodes(sc, "hk", [*names, spare])
+
+
+def _unhealthy_nodes(wl: Obj) -> list[str]:
+    """The hosts Kueue has recorded as failed for Workload `wl` (status.unhealthyNodes)."""
+    return [n.get("name", "") for n in (wl.get("status") or {}).get("unhealthyNodes") or []]
+
+
+def _recreated(first: list[Obj], now: list[Obj], lost: str) -> dict[str, str]:
+    """The pods of `first` other than `lost` that `now` has with another UID (or not at all):
+    under restartPolicy None, LWS recreates only the pod that failed."""
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in now}
+    return {
+        p["metadata"]["name"]: uids.get(p["metadata"]["name"], "gone")
+        for p in first
+        if p["metadata"]["name"] != lost and uids.get(p["metadata"]["name"]) != p["metadata"]["uid"]
+    }
+
+
+def _where_the_replacement_went(pods: list[Obj], name: str, spare: str, first: dict[str, str]) -> str:
+    """Where the replacement `name` was last seen: its phase, node, and the host Kueue's ungating
+    pinned it to (nodeSelector), beside the hosts the others ran on before (`first`)."""
+    pod = next((p for p in pods if p["metadata"]["name"] == name), None)
+    if pod is None:
+        return f"{name}: no live pod last seen; the spare host is {spare}; the others ran on {first}"
+    spec, status = pod["spec"], pod.get("status") or {}
+    gates = [g["name"] for g in spec.get("schedulingGates") or []]
+    why = next(
+        (
+            f"{c.get('reason')}: {c.get('message')}"
+            for c in status.get("conditions") or []
+            if c["type"] == "PodScheduled"
+        ),
+        "",
+    )
+    return (
+        f"{name} last seen {status.get('phase')} on {spec.get('nodeName') or 'no node'}, nodeSelector "
+        f"{spec.get('nodeSelector')}, scheduling gates {gates}, PodScheduled {why or 'unset'}; the spare host is "
+        f"{spare}; before the deletion the group ran on {first}"
+    )
 
 
 @pytest.mark.requirement("KUEUE-TAS-008")
