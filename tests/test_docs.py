@@ -97,7 +97,7 @@ def _renderer() -> object:
     ("proof", "refusal"),
     [
         ({"mutant": "lws-56"}, None),  # results-discriminating.json: LWS-EXCL-003 failed
-        ({"mutant": "lws-19"}, "does not show it red"),  # red for LWS-EXCL-001/002, not -003
+        ({"mutant": "lws-20"}, "does not show it red"),  # red for LWS-EXCL-001, not -003
         ({"generated": "0000deadbeef"}, "does not show it red"),
         ({"recording": "tests/test_docs.py::no_such_test"}, "does not show it red"),
     ],

@@ -154,6 +154,55 @@ def test_record_should_only_and_missed() -> None:
     assert histlib.reclassify(stale).status == "inconclusive"  # a record of the older rule, read again
 
 
+# The harness's detail when Kueue died mid-run (kueue-5173fb4e8d's patch, run 20261206-165250): the
+# last lines of its log are the scheduler goroutine's crash traceback.
+DEAD = (
+    "InfraError: the cluster under test broke (not an LWS/Kueue verdict): kueue (pid 4408) is not running, its log "
+    "ends: {tail}\n\ntimed out after 60s waiting for pods"
+)
+TRACEBACK = (
+    "sigs.k8s.io/kueue@v0.0.0/pkg/util/wait/backoff.go:75 +0xd6 | sigs.k8s.io/kueue/pkg/util/wait.UntilWithBackoff("
+    "{0x3515758, 0x3878a5df2510}, 0x3878a53d7b30) | sigs.k8s.io/kueue@v0.0.0/pkg/util/wait/backoff.go:67 +0x8c | "
+    "created by sigs.k8s.io/kueue/pkg/scheduler.(*Scheduler).Start in goroutine 755 | "
+    "sigs.k8s.io/kueue@v0.0.0/pkg/scheduler/scheduler.go:188 +0x131"
+)
+KILLED_LOG = '{"level":"info","msg":"Starting workers","controller":"workload"} | {"level":"info","msg":"Reconciling"}'
+
+
+def test_a_patched_controller_that_crashes_mid_run_is_detected_by_its_errors() -> None:
+    fix = histlib.Fix(
+        "kueue-5173fb4e8d", "kueue", "5173fb4e8d04385d735a16c201e8a852c7f8607a", "2025-08-11", "t", (),
+        Path("p.patch"), "b", "adapted", adapted="a", expect=("KUEUE-SINGLE-001",),
+    )  # fmt: skip
+    levels = {"KUEUE-SINGLE-001": "SHOULD", "KUEUE-GANG-001": "MUST"}
+    verdicts = {"KUEUE-SINGLE-001": "error", "KUEUE-GANG-001": "error"}
+    crashed = {"KUEUE-SINGLE-001": DEAD.format(tail=TRACEBACK), "KUEUE-GANG-001": DEAD.format(tail=TRACEBACK)}
+    crash = histlib.crash_of(crashed, "kueue")
+    assert crash.startswith("KUEUE-SINGLE-001: the cluster under test broke (not an LWS/Kueue verdict): kueue (pid ")
+    r = histlib.record(fix, *mutlib.classify(verdicts, {}, levels), levels, crashed, crash=crash, mode="focused")
+    assert r.status == "detected-error" and r.red == verdicts
+    assert histlib.result_text(r).endswith("(the patched controller crashed mid-run)")
+    assert histlib.counts([fix], {fix.id: r})["detected_error"] == 1
+    again = histlib.reclassify(histlib.result_from(json.loads(json.dumps(asdict(r)))))
+    assert again.status == "detected-error"  # a recorded crash stays detected when read again
+    # not the patched controller's crash: another process dead, a log without a traceback (a kill
+    # from outside), a traceback of another component, or no dead process at all
+    for details, component in (
+        ({"A": DEAD.format(tail=TRACEBACK).replace("kueue (pid", "kube-scheduler (pid")}, "kueue"),
+        ({"A": DEAD.format(tail=KILLED_LOG)}, "kueue"),
+        ({"A": DEAD.format(tail=TRACEBACK)}, "lws"),
+        ({"A": "timed out after 60s waiting for pods"}, "kueue"),
+    ):
+        assert histlib.crash_of(details, component) == "", details
+    two_dead = DEAD.format(tail=TRACEBACK).replace(
+        "kueue (pid 4408)", f"lws (pid 1) is not running, its log ends: {KILLED_LOG}; kueue (pid 4408)"
+    )
+    assert histlib.crash_of({"A": two_dead}, "kueue").startswith("A: the cluster under test broke")
+    assert histlib.crash_of({"A": two_dead}, "lws") == ""
+    errors = histlib.record(fix, *mutlib.classify(verdicts, {}, levels), levels, {}, crash="", mode="focused")
+    assert errors.status == "inconclusive"  # errors without the crash say nothing
+
+
 def test_list_shows_each_fix_its_patch_and_result_or_not_run(tmp_path: Path) -> None:
     _, fixes = histlib.load_manifest(_manifest(tmp_path, LWS_FIX + KUEUE_FIX))
     results = {

@@ -387,6 +387,44 @@ def test_pods_disturbed_names_deletion_replacement_and_unready() -> None:
     assert H.pods_disturbed(Stream().events, ["a"]) == ["pod a was not there when the recording started"]
 
 
+# -- CHAOS-RESTART-011: a leader deleted once is replaced once -----------------------------------
+
+
+def _replaced(*tail: tuple[str, str, bool]) -> Stream:
+    """Leader rb-1 (uid old) in the initial list, deleted, then each (etype, uid, deleting) of `tail`."""
+    s = Stream().initial().pod("rb-1", 1, 0, etype="ADDED", lws="rb", uid="old").watch()
+    s.pod("rb-1", 1, 0, lws="rb", uid="old", deleting=True).pod("rb-1", 1, 0, etype="DELETED", lws="rb", uid="old")
+    for etype, uid, deleting in tail:
+        s.pod("rb-1", 1, 0, etype=etype, lws="rb", uid=uid, deleting=deleting, ready=etype != "ADDED")
+    return s
+
+
+def test_a_leader_replaced_once_passes() -> None:
+    s = _replaced(("ADDED", "new", False), ("MODIFIED", "new", False))
+    assert H.replaced_more_than_once(s.events, "rb-1") == []
+
+
+def test_a_replacement_deleted_again_or_replaced_twice_fails() -> None:
+    """kubernetes-sigs/lws#805 put back: an old worker's background deletion makes LWS delete the
+    new leader (foreground); caught while the deletion is under way and once the third leader exists."""
+    deleting = _replaced(("ADDED", "new", False), ("MODIFIED", "new", True))
+    assert H.replaced_more_than_once(deleting.events, "rb-1") == [
+        "MODIFIED Pod/rb-1 rv 5: its replacement (uid new) deleted again"
+    ]
+    twice = _replaced(("ADDED", "new", False), ("MODIFIED", "new", True), ("DELETED", "new", True))
+    twice.pod("rb-1", 1, 0, etype="ADDED", lws="rb", uid="third", ready=False)
+    out = H.replaced_more_than_once(twice.events, "rb-1")
+    assert out[1:] == ["pod rb-1 replaced 2 times (uids old -> new -> third)"] and "deleted again" in out[0], out
+
+
+def test_a_leader_never_replaced_or_not_there_says_so() -> None:
+    kept = Stream().initial().pod("rb-1", 1, 0, etype="ADDED", lws="rb", uid="old").watch()
+    assert H.replaced_more_than_once(kept.pod("rb-1", 1, 0, lws="rb", uid="old").events, "rb-1") == [
+        "pod rb-1 was never replaced (uid old throughout)"
+    ]
+    assert H.replaced_more_than_once(Stream().events, "rb-1") == ["pod rb-1 was not there when the recording started"]
+
+
 # -- ROLL-SINGLE-001: downtime is cut by write order, not arrival time -------------------------
 
 

@@ -20,7 +20,8 @@ import yaml
 
 COMPONENTS = ("lws", "kueue")
 # status of a fix with a result; a fix without one is "not run"
-# detected-error: the patched controller exited while the cluster came up (the bring-up saw it die)
+# detected-error: the patched controller exited while the cluster came up (the bring-up saw it die),
+# or crashed while the tests ran (a Go crash traceback ends its log; `crash_of`)
 DETECTED = ("detected-must", "detected-should", "detected-error")
 JUDGED = (*DETECTED, "missed")
 NOT_OBSERVABLE = "not-observable"
@@ -177,6 +178,7 @@ class Result:
     recorded: str = ""  # when (ISO time)
     commit: str = ""  # the harness checkout's HEAD (full sha) whose code the run used
     dirty: bool = False  # that checkout differed from its HEAD while the run went on
+    crash: str = ""  # the patched controller crashed mid-run: the harness's line saying so (`crash_of`)
 
 
 def status_of(classified: str) -> str:
@@ -187,15 +189,43 @@ def status_of(classified: str) -> str:
     )
 
 
+# The harness's detail of a failure while a process of the local cluster under test was dead
+# (lws_conformance.providers.health.dead_components): "...: <name> (pid N) is not running, its log
+# ends: <last lines, joined by ' | '>", several dead processes joined by "; ".
+_DEAD = re.compile(
+    r"the cluster under test broke \(not an LWS/Kueue verdict\): (?:.*?; )?(?P<name>[\w-]+) \(pid \d+\) is not "
+    r"running, its log ends: (?P<tail>[^\n]*)"
+)
+# What only a Go runtime crash (a panic or a fatal error) writes at the end of a process's output:
+# its goroutine traceback, frames "path/file.go:N +0x1f" and "created by F in goroutine N". A kill
+# from outside (SIGKILL, the OOM killer, a harness stopping it) leaves the log as it was.
+_GO_CRASH = re.compile(r"\.go:\d+ \+0x[0-9a-f]+\b|\bcreated by \S+ in goroutine \d+\b|\bgoroutine \d+ \[")
+
+
+def crash_of(details: dict[str, str], component: str) -> str:
+    """The patched `component` crashed while the tests ran: the first of `details` (requirement ->
+    the run's whole detail) in which the harness says it was not running and its log ends in a Go
+    crash traceback, as '<requirement>: <that line>'; else "". Another process dead, or the
+    component's log without a traceback (killed from outside), is no crash of the patch."""
+    for req, detail in details.items():
+        for m in _DEAD.finditer(detail or ""):
+            if m.group("name") == component and _GO_CRASH.search(m.group("tail")):
+                return f"{req}: {m.group(0)}"[:500]
+    return ""
+
+
 def reclassify(r: Result) -> Result:
     """A recorded run's status from its red verdicts and their levels, by the rules above (the
-    bring-up's own error, the patched controller dying, stays detected-error)."""
+    bring-up's own error, the patched controller dying, stays detected-error; so do errors of a
+    run in which the patched controller crashed, `crash`)."""
     if not r.red or "bring-up" in r.red or r.status not in (*JUDGED, "inconclusive"):
         return r
     if any(v == "failed" and r.levels.get(k) == "MUST" for k, v in r.red.items()):
         r.status = "detected-must"
     elif any(v in ("warning", "failed") for v in r.red.values()):
         r.status = "detected-should"
+    elif r.crash:
+        r.status = "detected-error"
     else:
         r.status = "inconclusive"
         first = next(iter(r.details.values()), "")
@@ -243,7 +273,8 @@ def result_text(r: Result | None) -> str:
     if r is None:
         return NOT_RUN
     if r.status in DETECTED:
-        return f"{r.status} by {by_level(r)}"
+        crashed = " (the patched controller crashed mid-run)" if r.crash and r.status == "detected-error" else ""
+        return f"{r.status} by {by_level(r)}{crashed}"
     if r.status == NOT_OBSERVABLE:
         return f"{r.status}: {r.note}"
     if r.status == "inconclusive":
@@ -285,7 +316,7 @@ def headline(c: dict[str, int]) -> str:
     return (
         f"{c['detected']} of {judged} real upstream regressions detected "
         f"({c['detected_must']} by a MUST, {c['detected_should']} by a SHOULD only, "
-        f"{c['detected_error']} by the patched controller dying at bring-up); "
+        f"{c['detected_error']} by the patched controller dying); "
         f"{c['not_observable']} not observable here, {c['broken']} without a verdict, "
         f"{c['not_run']} of {c['fixes']} not run yet"
     )

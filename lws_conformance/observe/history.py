@@ -399,3 +399,28 @@ def pods_disturbed(events: Sequence[WatchEvent], names: Iterable[str]) -> list[s
         if bad:
             out.append(f"{_ref(e)}: {', '.join(bad)}")
     return out
+
+
+def replaced_more_than_once(events: Sequence[WatchEvent], name: str) -> list[str]:
+    """Pod `name`, there when the recording started, replaced exactly once (CHAOS-RESTART-011: a
+    leader deleted once is recreated once): every further replacement (a third uid) and every
+    deletion of the replacement, in write order. A recording in which `name` was never replaced
+    says so: the check cannot speak of it."""
+    initial, history = _split(events)
+    start = {str(e.obj.get("uid")) for e in initial if e.kind == "Pod" and e.obj.get("name") == name}
+    if not start:
+        return [f"pod {name} was not there when the recording started"]
+    mine = [e for e in history if e.kind == "Pod" and e.obj.get("name") == name]
+    incarnations = list(dict.fromkeys(str(e.obj.get("uid")) for e in mine if e.type != "DELETED"))
+    new = [u for u in incarnations if u not in start]
+    if not new:
+        return [f"pod {name} was never replaced (uid {sorted(start)[0]} throughout)"]
+    out = []
+    for e in mine:
+        uid = str(e.obj.get("uid"))
+        if uid == new[0] and (e.type == "DELETED" or e.obj.get("deleting")):
+            out.append(f"{_ref(e)}: its replacement (uid {uid}) deleted again")
+            break
+    if len(new) > 1:
+        out.append(f"pod {name} replaced {len(new)} times (uids {sorted(start)[0]} -> {' -> '.join(new)})")
+    return out

@@ -19,6 +19,13 @@ and force-deleted by pod GC). Six nodes fail at once, one grace period for all:
   leader fits, its own included, and with two-node racks a group came back with its leader in its
   damaged rack and its worker Pending for good (measured here; no upstream text promises another
   rack).
+- Exclusivity must decide where the recreated groups go: group 2's rack holds, instead of its third
+  node, ten free nodes four times the size of the others (16 CPUs against 4, each pod requesting
+  1). The default kube-scheduler scores them best (NodeResourcesFit LeastAllocated and
+  NodeResourcesBalancedAllocation; every other score is equal on these nodes), so a controller that
+  does not keep the racks exclusive puts the recreated groups beside group 2. The groups start one
+  at a time on two-node racks (a group fills its rack), so they start one per rack whatever the
+  controller does; the third nodes and the large nodes join once all six run.
 - LWS `np` (restartPolicy None, 1 group of 2, one pod per node on 3 nodes): its worker's node is
   deleted; only the worker is replaced, the leader keeps running.
 
@@ -60,33 +67,52 @@ AFTER_REBUILD = 3 * REBUILD
 DELETED = ("0", "3", "4", "5")
 ROLE = "lwsc.x-k8s.io/node-loss"
 EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+# `rg`'s nodes and pods: the large nodes in group 2's rack are the ones the default scheduler scores
+# best (LeastAllocated: (4-1)/4 against (16-1)/16 of CPU free; BalancedAllocation likewise), room
+# for every group the node loss recreates.
+NODE_CPU, LARGE_CPU, POD_CPU = "4", "16", "1"
+LARGE_NODES = 2 * (len(DELETED) + 1)
 Obj = dict[str, Any]
 Placement = dict[str, tuple[str, str, str]]  # pod name -> (uid, node, group index)
 
 
-def _make_nodes(sc: Scenario, unique: str, role: str, racks: dict[str, int], mine: dict[str, str]) -> None:
-    """Create the test's nodes (`mine` collects each one's rack as it is created, for the checks
-    and the clean-up)."""
+def _make_nodes(
+    sc: Scenario,
+    unique: str,
+    role: str,
+    racks: dict[str, int],
+    mine: dict[str, str],
+    first: int = 0,
+    cpu: str | None = None,
+    tag: str = "",
+) -> None:
+    """Create the test's nodes, numbered from `first` in each rack, with `cpu` CPUs when given
+    (`mine` collects each one's rack as it is created, for the checks and the clean-up)."""
     topo = sc.cluster.topology
     for rack, count in racks.items():
-        for i in range(count):
-            name = f"lwsc-{unique}-{role}-{rack}{i}"
+        for i in range(first, first + count):
+            name = f"lwsc-{unique}-{role}-{rack}{tag}{i}"
             rack_label = f"{unique}-{role}-{rack}"
             body = node_manifest(topo, name, f"loss-{unique}", rack_label)
             body["metadata"]["labels"].pop(POOL_LABEL[0])
             body["metadata"]["labels"][ROLE] = f"{unique}-{role}"
+            if cpu is not None:  # capacity and allocatable are one dict
+                body["status"]["capacity"]["cpu"] = cpu
             sc.core.create_node(body)  # type: ignore[arg-type]  # the client accepts dicts
             mine[name] = rack_label
             sc.core.patch_node_status(name, {"status": body["status"]})
 
 
-def _lws(name: str, unique: str, replicas: int, policy: str, **annotations: str) -> Obj:
+def _lws(name: str, unique: str, replicas: int, policy: str, cpu: str | None = None, **annotations: str) -> Obj:
     obj = workloads.lws(name, replicas=replicas, size=2)
     obj["metadata"]["annotations"] = annotations
     lwt = obj["spec"]["leaderWorkerTemplate"]
     lwt["restartPolicy"] = policy
     for key in ("leaderTemplate", "workerTemplate"):
         lwt[key]["spec"]["nodeSelector"] = {ROLE: f"{unique}-{name}"}
+        if cpu is not None:
+            for c in lwt[key]["spec"]["containers"]:
+                c["resources"]["requests"]["cpu"] = cpu
     return obj
 
 
@@ -215,15 +241,40 @@ def _judge_deleted_node_groups(alone: list[str], groups: tuple[str, ...]) -> Non
 
 def _setup(sc: Scenario, unique: str, mine: dict[str, str]) -> tuple[Placement, Placement]:
     """The test's nodes (collected with their racks in `mine`) and both LWSs settled on them:
-    `rg`'s and `np`'s placements."""
+    `rg`'s and `np`'s placements. `rg`'s groups start one at a time on two-node racks, so each
+    fills a rack of its own whether or not LWS keeps the racks exclusive; then every rack but
+    group 2's gets its third node and group 2's rack the ten large nodes (all Ready)."""
     rack = sc.cluster.topology.rack_label
-    _make_nodes(sc, unique, "rg", {f"r{i}": 3 for i in range(7)}, mine)
+    racks = [f"r{i}" for i in range(7)]
+    _make_nodes(sc, unique, "rg", dict.fromkeys(racks, 2), mine, cpu=NODE_CPU)
     _make_nodes(sc, unique, "np", {"r": 3}, mine)
-    sc.create(_one_pod_per_node(_lws("rg", unique, 6, "RecreateGroupOnPodRestart", **{EXCLUSIVE: rack})))
+    sc.create(_one_pod_per_node(_lws("rg", unique, 1, "RecreateGroupOnPodRestart", cpu=POD_CPU, **{EXCLUSIVE: rack})))
     sc.create(_one_pod_per_node(_lws("np", unique, 1, "None")))
-    sc.wait_lws("rg", sc.settled(6), "6 groups Ready, one per rack, one pod per node", timeout=90)
+    sc.wait_lws("rg", sc.settled(1), "group 0 Ready, one pod per node", timeout=90)
+    for n in range(2, 7):
+        sc.patch_lws("rg", {"spec": {"replicas": n}})
+        sc.wait_lws("rg", sc.settled(n), f"{n} groups Ready, one pod per node", timeout=90)
     sc.wait_lws("np", sc.settled(1), "its group Ready, one pod per node", timeout=90)
-    return _placement(sc, "rg"), _placement(sc, "np")
+    rg = _placement(sc, "rg")
+    racks_of = {g: {mine[node] for _, node, gi in rg.values() if gi == g} for g in "012345"}
+    assert len({frozenset(r) for r in racks_of.values()}) == 6 and all(len(r) == 1 for r in racks_of.values()), (
+        f"the groups did not start one per rack on two-node racks: {racks_of}"
+    )
+    shared = next(iter(racks_of["2"])).removeprefix(f"{unique}-rg-")
+    added = set(mine)
+    _make_nodes(sc, unique, "rg", {r: 1 for r in racks if r != shared}, mine, first=2, cpu=NODE_CPU)
+    _make_nodes(sc, unique, "rg", {shared: LARGE_NODES}, mine, cpu=LARGE_CPU, tag="large")
+    added = set(mine) - added
+    sc.wait_objects(
+        "Node",
+        lambda nodes: (
+            nodes if {n["metadata"]["name"] for n in nodes if P.condition(n, "Ready") == "True"} >= added else None
+        ),
+        f"the {len(added)} added nodes Ready",
+        timeout=60,
+        selector=f"{ROLE}={unique}-rg",
+    )
+    return rg, _placement(sc, "np")
 
 
 def _timings(events: list[Any], before: Placement, given_up_at: dict[str, float]) -> list[tuple[str, float]]:

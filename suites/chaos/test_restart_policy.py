@@ -14,6 +14,7 @@ status subresource, phase Running), a pod failure is a pod deletion. See
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,14 +22,20 @@ import pytest
 from lws_conformance.testing import (
     Claims,
     ClusterHandle,
+    Failures,
     Scenario,
+    artifact_dir,
+    history,
     images,
+    record,
     run_in_pod,
+    saved,
     steady_state_violations,
     workloads,
 )
 from lws_conformance.testing import predicates as P
 
+from ..rollout.rollout_support import reconcile_window
 from .restart_support import (
     PFX,
     RECOVERY,
@@ -124,6 +131,44 @@ def _worker_replaced_alone(sc: Scenario, name: str, group: int, before: dict[str
     if now.get(leader) == before[leader] and now.get(worker) not in (None, before[worker]):
         return worker, leader
     return None
+
+
+@pytest.mark.requirement("CHAOS-RESTART-011")
+def test_a_leader_deleted_in_the_background_recreates_its_group_once(
+    scenario: Scenario, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Leader rb-1 deleted with the API's default propagation (background, as CHAOS-RESTART-001's
+    kill): the garbage collector deletes its old workers after the new leader exists, and LWS must
+    not take those deletions for a failure of the new group (kubernetes-sigs/lws#805). Recorded
+    from the delete until the group is steady again and one reconcile window after it
+    (`timeouts.reconcile_window_seconds`: a late reconcile of an old worker deletes the new leader
+    within it): rb-1 gets exactly one new UID, which is never deleted again, and LWS reports no
+    RecreateGroup for group 1 (it records one only for a leader it deletes itself)."""
+    sc, name, group = scenario, "rb", 1
+    leader = f"{name}-{group}"
+    lws = sc.create(restart_lws(name, "RecreateGroupOnPodRestart"))
+    before = steady(sc, lws)
+    with record(sc.api, sc.namespace, workloads=False) as tl:
+        apply_fault(sc, "delete", name, group, 0)
+        after = wait_group_recreated(sc, lws, group, before, timeout=RECOVERY)
+
+        def replaced_again(pods: list[Obj]) -> str | None:
+            mine = [p for p in P.live(pods) if p["metadata"]["name"] == leader]
+            if not mine or mine[0]["metadata"]["uid"] != after[leader]:
+                return f"{leader} deleted or replaced again after its group was steady"
+            return None
+
+        late = sc.observe_pods(replaced_again, reconcile_window(request.config), selector=f"{PFX}name={name}")
+    events = saved(tl, artifact_dir(tmp_path), request.node.name, lws=name)
+    # The recording holds what the window saw (its final sync lists after the window ended).
+    out = history.replaced_more_than_once(events, leader) or ([late] if late else [])
+    out += [
+        f"RecreateGroup event for group {group}, whose leader only the test deleted: {e['note']}"
+        for e in recreate_group_events(sc)
+        if str(e.get("note")).endswith(f"to recreate group {group}")
+    ]
+    if out:
+        raise Failures(out)
 
 
 @pytest.mark.requirement("CHAOS-RESTART-002")

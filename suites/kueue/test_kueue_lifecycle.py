@@ -21,15 +21,18 @@ from lws_conformance.testing import (
     Claims,
     ClusterHandle,
     Failures,
+    InfraError,
     Scenario,
     WaitTimeout,
     artifact_dir,
     history,
     images,
+    reached,
     record,
     saved,
     workloads,
 )
+from lws_conformance.testing import kueue_evidence as E
 from lws_conformance.testing import predicates as P
 
 from . import kueue_helpers as K
@@ -225,6 +228,74 @@ def test_restart_policy_none_replaces_only_the_deleted_pod_through_the_gate(
     )
 
 
+# The finalizer Kueue's pod webhook puts on a pod it manages (pod/constants PodFinalizer, the same
+# string as the label) when SkipFinalizersForPodsSuspendedByParent is off or the pod has no parent.
+FINALIZER = MANAGED
+NO_SKIP = "SkipFinalizersForPodsSuspendedByParent"
+
+
+# From v0.18.0 the gate is GA and locked to true (kube_features.go L600 of v0.18.0: a Kueue told
+# to turn it off does not start), and no LWS pod carries the finalizer.
+NO_SKIP_LOCKED_SINCE = "v0.18.0"
+
+
+@pytest.fixture
+def finalizers_settable(lwsc_cluster: ClusterHandle) -> None:
+    """Skip (before the private cluster comes up) where the Kueue under test cannot turn the gate off."""
+    have = (lwsc_cluster.versions or {}).get("kueue")
+    if have is not None and reached(have, NO_SKIP_LOCKED_SINCE):
+        pytest.skip(
+            f"Kueue {have} has {NO_SKIP} GA and locked on (since {NO_SKIP_LOCKED_SINCE}): no LWS pod carries "
+            f"its {FINALIZER} finalizer"
+        )
+
+
+@pytest.mark.private_cluster(f"kueue.feature_gates.{NO_SKIP}=false")
+@pytest.mark.requirement("KUEUE-RESTART-002")
+def test_a_force_deleted_pod_is_released_by_kueue_without_a_terminal_phase(
+    finalizers_settable: None, private_scenario: Scenario, unique: str
+) -> None:
+    """Kueue's SkipFinalizersForPodsSuspendedByParent gate off (a private cluster of its own): every
+    pod of a queued LWS carries Kueue's finalizer. Worker fz-0-1 of the admitted group is
+    force-deleted (grace 0), as an operator removes a pod whose node stopped answering: no kubelet
+    ever reports it terminated (kwok writes no terminal phase for it, and its pod-delete stage plays
+    only during a grace period). Kueue must drop its finalizer from the pod being deleted, so the
+    pod goes away and the StatefulSet replaces it (restartPolicy None: only that pod) and the group
+    runs whole again; a Kueue that releases only terminated pods keeps it Terminating for good."""
+    sc, name, size, victim = private_scenario, "fz", 2, "fz-0-1"
+    K.plain_queue(sc, unique, {"cpu": "10", "memory": "10Gi"})
+    obj = workloads.lws(name, replicas=1, size=size, queue=K.QUEUE)
+    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    sc.create(obj)
+    pods = sc.wait_pods(K.all_ready(1, size), "the group admitted and Ready", selector=K.selector(name))
+    without = sorted(p["metadata"]["name"] for p in pods if FINALIZER not in (p["metadata"].get("finalizers") or []))
+    if without:
+        raise InfraError(
+            f"the test's precondition did not hold (not a Kueue verdict): with {NO_SKIP} off, pods {without} "
+            f"carry no {FINALIZER} finalizer"
+        )
+    old = next(p["metadata"]["uid"] for p in pods if p["metadata"]["name"] == victim)
+    sc.core.delete_namespaced_pod(victim, sc.namespace, grace_period_seconds=0)
+
+    def replaced(objs: list[Obj]) -> list[Obj] | None:
+        if any(p["metadata"]["uid"] == old for p in objs):
+            return None
+        return K.all_ready(1, size)(objs)
+
+    try:
+        sc.wait_pods(replaced, f"{victim} gone, replaced and the group Ready", selector=K.selector(name))
+    except WaitTimeout as exc:
+        left = [p for p in sc.pods(K.selector(name)) if p["metadata"]["uid"] == old]
+        if not left:
+            raise
+        meta = left[0]["metadata"]
+        raise AssertionError(
+            f"force-deleted {victim} (uid {old}) still Terminating: finalizers {meta.get('finalizers')}, "
+            f"phase {(left[0].get('status') or {}).get('phase')}, deletionTimestamp {meta.get('deletionTimestamp')}"
+            f"\n{exc}"
+        ) from None
+
+
 def _admitted_since(wl: Obj) -> str:
     return next((c.get("lastTransitionTime", "") for c in wl["status"]["conditions"] if c["type"] == "Admitted"), "")
 
@@ -303,16 +374,26 @@ def _charged(wl: Obj, gpu: str) -> int:
 
 # -- size-1 groups -----------------------------------------------------------------------------
 @pytest.mark.requirement("KUEUE-SINGLE-001")
+@pytest.mark.parametrize("flavor", ["plain", "tas"])
 def test_size_one_groups_are_admitted_one_pod_per_workload(
-    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, flavor: str
 ) -> None:
-    """size 1 (a leader only): one Workload per group with a single podSet of 1 pod; quota for two
-    pods admits two of three groups."""
-    K.plain_queue(scenario, unique, _quota(lwsc_cluster, 2))
-    scenario.create(_lws("s1", lwsc_cluster, 3, 1))
-    scenario.wait_pods(K.split(3, 1, ready=2), "two groups Ready, one held", selector=K.selector("s1"))
+    """size 1 (a leader only): one Workload per group whose podSets cover 1 pod; quota for two
+    pods admits two of three groups. Under a plain ResourceFlavor, and under a TAS one with a
+    preferred rack on both templates: the worker podSet of a size-1 group has count 0 and a
+    topology request, the shape of the divide-by-zero panic of kubernetes-sigs/kueue#6486."""
+    obj = _lws("s1", lwsc_cluster, 3, 1)
+    if flavor == "tas":
+        K.tas_queue(scenario, lwsc_cluster, unique, _quota(lwsc_cluster, 2))
+        workloads.set_tas(obj, lwsc_cluster.topology.rack_label, required=False, group=None)
+    else:
+        K.plain_queue(scenario, unique, _quota(lwsc_cluster, 2))
+    scenario.create(obj)
     uid = K.lws_uid(scenario, "s1")
     names = {workloads.lws_workload_name("s1", uid, i) for i in range(3)}
+    if flavor == "tas":
+        _quota_for_two(scenario, uid, names)
+    scenario.wait_pods(K.split(3, 1, ready=2), "two groups Ready, one held", selector=K.selector("s1"))
     wls = K.wait_workloads(
         scenario, uid, lambda ws: K.by_name(ws) if set(K.by_name(ws)) == names else None, f"Workloads {sorted(names)}"
     )
@@ -320,6 +401,47 @@ def test_size_one_groups_are_admitted_one_pod_per_workload(
         podsets = [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]]
         assert sum(c for _, c in podsets) == 1, f"{name}: podSets {podsets} do not cover exactly the one pod"
     assert sum(map(K.admitted, wls.values())) == 2, "quota for two pods must admit exactly two size-1 groups"
+
+
+def _quota_for_two(scenario: Scenario, uid: str, names: set[str], deadline: float = 60) -> None:
+    """Wait for two of the size-1 groups' Workloads (`names`) to get quota. After K.ADMISSION_SECONDS
+    (× timeouts.scale) without it, and again past `deadline`, the failure is named from Kueue's own
+    evidence when there is some: the API server refusing Kueue's admission of them, as Kueue's
+    scheduler logs it (K.admission_refusals), with every Workload's podSets. Without a refusal the
+    wait goes on, so a slow admission on a loaded machine is no failure."""
+
+    def two(ws: list[Obj]) -> list[Obj] | None:
+        got = [w for n, w in K.by_name(ws).items() if n in names and K.quota_reserved(w)]
+        return got if len(got) >= 2 else None
+
+    for timeout, what in ((K.ADMISSION_SECONDS, ""), (deadline, " (quota holds two)")):
+        try:
+            K.wait_workloads(scenario, uid, two, f"two of the three Workloads QuotaReserved{what}", timeout=timeout)
+            return
+        except WaitTimeout:
+            refused = {n: K.admission_refusals(scenario, n) or {} for n in sorted(names)}
+            if any(refused.values()):
+                raise AssertionError(_refused(scenario, uid, names, refused)) from None
+            if timeout == deadline:
+                raise
+
+
+def _refused(scenario: Scenario, uid: str, names: set[str], refused: dict[str, dict[str, int]]) -> str:
+    """The failure of size-1 groups whose admission the API server refused: how many of their
+    Workloads have quota now, and each refused one's podSets (name, count) and every distinct error
+    Kueue logged for it, with how often."""
+    now = K.by_name(K.workloads_of(scenario, uid))
+    reserved = sum(1 for n in names if n in now and K.quota_reserved(now[n]))
+    said = []
+    for n, errors in refused.items():
+        if errors:
+            podsets = [(ps["name"], ps["count"]) for ps in (now.get(n) or {}).get("spec", {}).get("podSets") or []]
+            said.append(f"{n} (podSets {podsets}): {E.describe_errors(errors)}")
+    return (
+        f"{reserved} of 3 size-1 groups' Workloads given quota, though quota holds two, {K.ADMISSION_SECONDS:g}s × "
+        f"timeouts.scale or more after their creation; Kueue's scheduler logged the API server refusing the "
+        f"admission of {len(said)} of them: {' | '.join(said)}"
+    )
 
 
 # -- LeaderReady startup -----------------------------------------------------------------------

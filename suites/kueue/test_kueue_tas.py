@@ -24,6 +24,8 @@ from lws_conformance.testing import (
     POOL_LABEL,
     ClusterHandle,
     Failures,
+    InfraError,
+    LocalCluster,
     Scenario,
     WaitTimeout,
     node_manifest,
@@ -179,16 +181,19 @@ SLICE_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 
 
-def _slot_node(scenario: Scenario, unique: str, name: str, capacity: dict[str, str]) -> None:
+def _slot_node(
+    scenario: Scenario, unique: str, name: str, capacity: dict[str, str], labels: dict[str, str] | None = None
+) -> None:
     """A kwok Node of this test only, with `capacity` (cpu, memory, pods; a GPU only if named) as
-    its allocatable, no block or rack label (outside the harness's pool and its rack counts),
-    tainted so that only this test's pods, which tolerate it, land there. Returns once kwok
-    reports it Ready."""
+    its allocatable, no block or rack label (outside the harness's pool and its rack counts) but
+    `labels`, tainted so that only this test's pods, which tolerate it, land there. Returns once
+    kwok reports it Ready."""
     body = node_manifest(scenario.cluster.topology, name, "", "")
-    labels = body["metadata"]["labels"]
+    node_labels = body["metadata"]["labels"]
     for key in (POOL_LABEL[0], scenario.cluster.topology.block_label, scenario.cluster.topology.rack_label):
-        labels.pop(key, None)
-    labels[SLOTS] = unique
+        node_labels.pop(key, None)
+    node_labels.update(labels or {})
+    node_labels[SLOTS] = unique
     body["spec"]["taints"] = [{"key": SLOTS, "value": unique, "effect": "NoSchedule"}]
     for field in ("capacity", "allocatable"):
         body["status"][field] = dict(capacity)
@@ -211,34 +216,45 @@ def _not_ready_taints(node: Obj) -> list[str]:
     return [t["key"] for t in node["spec"].get("taints") or [] if t.get("key") in keys]
 
 
-def _slot_queue(scenario: Scenario, unique: str, levels: list[str], quota: dict[str, str] | None = None) -> None:
+def _slot_queue(
+    scenario: Scenario,
+    unique: str,
+    levels: list[str],
+    quota: dict[str, str] | None = None,
+    preemption: dict[str, str] | None = None,
+) -> None:
     """Topology `levels`, a flavor of this test's Nodes only, and a roomy ClusterQueue (cpu,
-    memory and `quota`) behind the namespace's LocalQueue: only the Nodes' capacity decides."""
+    memory and `quota`, with `preemption` as its spec.preemption) behind the namespace's
+    LocalQueue: only the Nodes' capacity and `quota` decide."""
     sc = scenario
     sc.create(workloads.topology(f"{unique}-slots", levels))
     sc.create(workloads.resource_flavor(f"{unique}-rf", {SLOTS: unique}, topology=f"{unique}-slots"))
-    sc.create(
-        workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", {"cpu": "100", "memory": "100Gi", **(quota or {})})
-    )
+    cq = workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", {"cpu": "100", "memory": "100Gi", **(quota or {})})
+    if preemption:
+        cq["spec"]["preemption"] = dict(preemption)
+    sc.create(cq)
     sc.create(workloads.local_queue(K.QUEUE, f"{unique}-cq"))
 
 
-def _delete_lws_then_nodes(scenario: Scenario, lws_name: str, node_names: list[str]) -> None:
-    """Delete the LWS, wait for its pods to go, then delete the test's Nodes (also when the LWS was
-    never created)."""
+def _delete_lws_then_nodes(scenario: Scenario, lws_name: str | list[str], node_names: list[str]) -> None:
+    """Delete the LWS (one name or several), wait for their pods to go, then delete the test's
+    Nodes (also when an LWS was never created)."""
     sc = scenario
+    names = [lws_name] if isinstance(lws_name, str) else lws_name
     try:
-        try:
-            K.delete_lws(sc, lws_name)
-        except ApiException as exc:
-            if exc.status != 404:  # not created
-                raise
-        sc.wait_gone(
-            sc.core.list_namespaced_pod,
-            f"the pods of {lws_name} gone",
-            namespace=sc.namespace,
-            label_selector=K.selector(lws_name),
-        )
+        for name in names:
+            try:
+                K.delete_lws(sc, name)
+            except ApiException as exc:
+                if exc.status != 404:  # not created
+                    raise
+        for name in names:
+            sc.wait_gone(
+                sc.core.list_namespaced_pod,
+                f"the pods of {name} gone",
+                namespace=sc.namespace,
+                label_selector=K.selector(name),
+            )
     finally:
         for name in node_names:
             try:
@@ -525,7 +541,9 @@ def test_a_deleted_host_is_replaced_without_moving_the_rest_of_the_group(
     worker keeps a host of the worker PodSet's assignment, so Kueue must derive the required domain
     from it and merge the replacement into it. The failed worker makes LWS recreate the group under
     its default restart policy, and the new workers take the PodSet's hosts by rank, so the check
-    is per role: the leader's host and the set of the workers' hosts.)"""
+    is per role: the leader's host and the set of the workers' hosts. With restartPolicy None the
+    other workers keep running and the replacement's rank order matters:
+    test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running_ones.)"""
     scenario.require_kwok("adds Nodes of its own and deletes one")
     sc, host = scenario, lwsc_cluster.topology.hostname_label
     names = [f"lwsc-{unique}-h{i}" for i in range(4)]
@@ -575,6 +593,224 @@ def test_a_deleted_host_is_replaced_without_moving_the_rest_of_the_group(
         )
     finally:
         _delete_lws_then_nodes(sc, "hs", names)
+
+
+def _cpu_of_each_pod(obj: Obj, resources: str) -> Obj:
+    """One cpu (and 64Mi) per container, as requests, or as limits only (`resources` "limits"):
+    Kueue treats the limits as requests, and the API server defaults the pods' requests from them."""
+    for role in ("leaderTemplate", "workerTemplate"):
+        for c in obj["spec"]["leaderWorkerTemplate"][role]["spec"]["containers"]:
+            c["resources"] = {resources: {"cpu": "1", "memory": "64Mi"}}
+    return obj
+
+
+@pytest.mark.requirement("KUEUE-TAS-014")
+@pytest.mark.destructive  # adds Nodes of its own and deletes one
+@pytest.mark.parametrize("resources", ["requests", "limits"])
+def test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running_ones(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, resources: str
+) -> None:
+    """Node hot swap of one worker while the others run: a leader and two workers of 1 cpu each (as
+    container requests, or as limits only), required in one rack of three 1-cpu hosts, with LWS
+    restartPolicy None, so that only the pod of a lost host is recreated. Once the group runs, a
+    spare 1-cpu host joins the rack, its name sorting after the other three; then the first worker's
+    (rank 0's) host is deleted. Kueue must put the spare host in its place without evicting the
+    Workload: the replacement first worker runs on the spare host, the leader and the second worker
+    keep running on their hosts (the same pods, same UIDs). (The replacement assignment lists the
+    worker PodSet's hosts by name, so rank 0 now comes first on the second worker's host: the
+    ungater must see that host taken by the running second worker and pin the replacement to the
+    free one, the spare; with limits only, Kueue must count the limits as the replacement's
+    requests, so that no taken host looks free.)"""
+    scenario.require_kwok("adds Nodes of its own and deletes one")
+    sc, host = scenario, lwsc_cluster.topology.hostname_label
+    names = [f"lwsc-{unique}-h{i}" for i in range(3)]
+    spare = f"lwsc-{unique}-h3"  # sorts after the other three
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    obj = _cpu_of_each_pod(workloads.set_tas(_lws("hw", 1, 3), SLOTS), resources)
+    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    for role in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+    seen: list[Obj] = []
+
+    def placed(pods: list[Obj]) -> dict[str, str]:
+        return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in P.live(pods)}
+
+    try:
+        for name in names:
+            _slot_node(sc, unique, name, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        _slot_queue(sc, unique, [SLOTS, host])
+        sc.create(obj)
+        uid = K.lws_uid(sc, "hw")
+        wl_name = workloads.lws_workload_name("hw", uid, 0)
+        pods = sc.wait_pods(K.all_ready(1, 3), "the group Ready on three hosts", selector=K.selector("hw"))
+        first = placed(pods)
+        _slot_node(sc, unique, spare, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        lost = first["hw-0-1"]
+        sc.core.delete_node(lost)
+        want = {**first, "hw-0-1": spare}
+
+        def swapped(pods: list[Obj]) -> list[Obj] | None:
+            seen[:] = P.live(pods)
+            ready = K.all_ready(1, 3)(pods)
+            return ready if ready and placed(ready) == want else None
+
+        try:
+            # the pod of a deleted Node goes when pod GC deletes it (after its 40 s quarantine)
+            now = sc.wait_pods(
+                swapped,
+                f"hw-0-1 replaced on the spare host and the group Ready, {want}, after {lost} was deleted",
+                timeout=180,
+                selector=K.selector("hw"),
+            )
+        except WaitTimeout as exc:
+            raise AssertionError(f"{exc}\n{_where_the_replacement_went(seen, 'hw-0-1', spare, first)}") from None
+        moved = _recreated(pods, now, "hw-0-1")
+        assert not moved, f"pods other than hw-0-1 recreated (restartPolicy None), new UIDs: {moved}"
+        (wl,) = K.wait_workloads(
+            sc,
+            uid,
+            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and K.admitted(w)] or None,
+            f"{wl_name} Admitted",
+        )
+        assert P.condition(wl, "Evicted") is None, (
+            f"{wl_name} was evicted (conditions {(wl.get('status') or {}).get('conditions')}): "
+            "the deleted host was not swapped within the assignment"
+        )
+    finally:
+        _delete_lws_then_nodes(sc, "hw", [*names, spare])
+
+
+@pytest.mark.requirement("KUEUE-TAS-016")
+@pytest.mark.destructive  # adds Nodes of its own, deletes one and restarts Kueue
+def test_a_node_replacement_pending_over_a_kueue_restart_completes_after_it(
+    private_scenario: Scenario, private_cluster: LocalCluster, unique: str
+) -> None:
+    """A node hot swap that waits over a Kueue restart: a leader and two workers whose containers give
+    1 cpu as limits only, required in one rack of three 1-cpu hosts, restartPolicy None. The first
+    worker's host is deleted while the rack has no spare host: Kueue records the host as unhealthy
+    in the Workload's status and finds no replacement yet. Kueue is stopped, a spare 1-cpu host
+    joins the rack, and Kueue is started again, all before pod GC removes the lost pod (40 s), so
+    the restarted Kueue finds the Workload waiting for its replacement when it starts: the
+    replacement first worker must run on the spare host, the leader and the second worker keep
+    running on their hosts (the same pods, same UIDs), and the Workload stays admitted, not evicted.
+    (The restarted Kueue queues the replacement from the Workload as it reads it at start, whose
+    limits must count as requests, so that no taken host looks free. A restart that ends after pod
+    GC removed the lost pod reads error: the test cannot tell which Kueue its replacement met.)"""
+    sc, host = private_scenario, private_scenario.cluster.topology.hostname_label
+    sc.require_kwok("adds Nodes of its own and deletes one")
+    names = [f"lwsc-{unique}-h{i}" for i in range(3)]
+    spare = f"lwsc-{unique}-h3"
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    obj = _cpu_of_each_pod(workloads.set_tas(_lws("hk", 1, 3), SLOTS), "limits")
+    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    for role in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+    seen: list[Obj] = []
+
+    def placed(pods: list[Obj]) -> dict[str, str]:
+        return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in P.live(pods)}
+
+    try:
+        for name in names:
+            _slot_node(sc, unique, name, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        _slot_queue(sc, unique, [SLOTS, host])
+        sc.create(obj)
+        uid = K.lws_uid(sc, "hk")
+        wl_name = workloads.lws_workload_name("hk", uid, 0)
+        pods = sc.wait_pods(K.all_ready(1, 3), "the group Ready on three hosts", selector=K.selector("hk"))
+        first = placed(pods)
+        lost = first["hk-0-1"]
+        sc.core.delete_node(lost)
+        K.wait_workloads(
+            sc,
+            uid,
+            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and lost in _unhealthy_nodes(w)] or None,
+            f"{wl_name} recording {lost} as unhealthy (status.unhealthyNodes)",
+            timeout=20,
+        )
+        private_cluster.stop_component("kueue")
+        try:
+            _slot_node(sc, unique, spare, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        finally:
+            private_cluster.start_component("kueue")
+        old = next(p["metadata"]["uid"] for p in pods if p["metadata"]["name"] == "hk-0-1")
+        if old not in {p["metadata"]["uid"] for p in sc.list_objects("Pod", K.selector("hk"))}:
+            # pod GC removed the lost pod before Kueue was back: its replacement may have met the
+            # Kueue of before the restart, or none, so the restarted one's work cannot be told
+            raise InfraError(
+                f"hk-0-1 on the deleted {lost} was gone before Kueue had restarted (pod GC's 40 s "
+                "quarantine passed while Kueue was down): the restart came too late to test"
+            )
+        want = {**first, "hk-0-1": spare}
+
+        def swapped(pods: list[Obj]) -> list[Obj] | None:
+            seen[:] = P.live(pods)
+            ready = K.all_ready(1, 3)(pods)
+            return ready if ready and placed(ready) == want else None
+
+        try:
+            now = sc.wait_pods(
+                swapped,
+                f"hk-0-1 replaced on the spare host and the group Ready, {want}, after {lost} was deleted "
+                "and Kueue restarted",
+                timeout=180,
+                selector=K.selector("hk"),
+            )
+        except WaitTimeout as exc:
+            raise AssertionError(f"{exc}\n{_where_the_replacement_went(seen, 'hk-0-1', spare, first)}") from None
+        moved = _recreated(pods, now, "hk-0-1")
+        assert not moved, f"pods other than hk-0-1 recreated (restartPolicy None), new UIDs: {moved}"
+        (wl,) = K.wait_workloads(
+            sc,
+            uid,
+            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and K.admitted(w)] or None,
+            f"{wl_name} Admitted",
+        )
+        assert P.condition(wl, "Evicted") is None, (
+            f"{wl_name} was evicted (conditions {(wl.get('status') or {}).get('conditions')}): "
+            "the deleted host was not swapped within the assignment"
+        )
+    finally:
+        _delete_lws_then_nodes(sc, "hk", [*names, spare])
+
+
+def _unhealthy_nodes(wl: Obj) -> list[str]:
+    """The hosts Kueue has recorded as failed for Workload `wl` (status.unhealthyNodes)."""
+    return [n.get("name", "") for n in (wl.get("status") or {}).get("unhealthyNodes") or []]
+
+
+def _recreated(first: list[Obj], now: list[Obj], lost: str) -> dict[str, str]:
+    """The pods of `first` other than `lost` that `now` has with another UID (or not at all):
+    under restartPolicy None, LWS recreates only the pod that failed."""
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in now}
+    return {
+        p["metadata"]["name"]: uids.get(p["metadata"]["name"], "gone")
+        for p in first
+        if p["metadata"]["name"] != lost and uids.get(p["metadata"]["name"]) != p["metadata"]["uid"]
+    }
+
+
+def _where_the_replacement_went(pods: list[Obj], name: str, spare: str, first: dict[str, str]) -> str:
+    """Where the replacement `name` was last seen: its phase, node, and the host Kueue's ungating
+    pinned it to (nodeSelector), beside the hosts the others ran on before (`first`)."""
+    pod = next((p for p in pods if p["metadata"]["name"] == name), None)
+    if pod is None:
+        return f"{name}: no live pod last seen; the spare host is {spare}; the others ran on {first}"
+    spec, status = pod["spec"], pod.get("status") or {}
+    gates = [g["name"] for g in spec.get("schedulingGates") or []]
+    why = next(
+        (
+            f"{c.get('reason')}: {c.get('message')}"
+            for c in status.get("conditions") or []
+            if c["type"] == "PodScheduled"
+        ),
+        "",
+    )
+    return (
+        f"{name} last seen {status.get('phase')} on {spec.get('nodeName') or 'no node'}, nodeSelector "
+        f"{spec.get('nodeSelector')}, scheduling gates {gates}, PodScheduled {why or 'unset'}; the spare host is "
+        f"{spare}; before the deletion the group ran on {first}"
+    )
 
 
 @pytest.mark.requirement("KUEUE-TAS-008")
@@ -629,3 +865,127 @@ def test_replaced_workers_are_ungated_every_time(scenario: Scenario, lwsc_cluste
             f"{name} deleted, replaced (new UID), ungated and Ready: the group Ready again",
             selector=K.selector("rr"),
         )
+
+
+# -- preemption within a TAS ClusterQueue ------------------------------------------------------
+SLOT_RACK = "lwsc.x-k8s.io/slot-rack"  # the rack label of a test's own Nodes (its topology's top level)
+
+
+def _rack_per_group(scenario: Scenario, pods: list[Obj]) -> dict[int, str]:
+    """group index -> the one SLOT_RACK its pods run in; fails naming every group spread over racks."""
+    racks = K.node_labels(scenario, pods, SLOT_RACK)
+    placement = {i: {racks[p["metadata"]["name"]] for p in g} for i, g in K.groups_of(pods).items()}
+    spread = {i: sorted(r) for i, r in placement.items() if len(r) != 1}
+    assert not spread, f"groups spread over racks: {spread}"
+    return {i: next(iter(r)) for i, r in placement.items()}
+
+
+def _pending_reason(scenario: Scenario, lws_name: str) -> str:
+    """What Kueue says of the Workloads of `lws_name`: name, QuotaReserved status and message."""
+    uid = K.lws_uid(scenario, lws_name)
+    said = []
+    for wl in K.workloads_of(scenario, uid):
+        conds = (wl.get("status") or {}).get("conditions") or []
+        qr = next((c for c in conds if c["type"] == "QuotaReserved"), None)
+        state = f"QuotaReserved {qr['status']}: {qr.get('message', '')}" if qr else "never evaluated (no QuotaReserved)"
+        said.append(f"{wl['metadata']['name']} {state}")
+    return "; ".join(said) or "no Workload"
+
+
+@pytest.mark.requirement("KUEUE-TAS-015")
+@pytest.mark.destructive  # adds Nodes of its own
+@pytest.mark.parametrize("gpu_short", [False, True], ids=["quota-fits", "gpu-quota-short"])
+def test_a_higher_priority_group_preempts_within_one_rack(
+    scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, gpu_short: bool
+) -> None:
+    """A TAS ClusterQueue with withinClusterQueue LowerPriority over two racks of one host each (4
+    cpu, 2 GPUs). Two low-priority groups of two 1.5-cpu pods, required in a rack, hold 3 cpu of
+    each rack; a high-priority required-rack group of two 1-cpu pods fits the free cpu quota but
+    neither rack's 1 free cpu. It must preempt the low group of one rack (that group's pods
+    replaced, held at Kueue's gate) and run whole there; the other low group runs on untouched.
+
+    gpu-quota-short is the case of kubernetes-sigs/kueue#10193 ("preemption with multiple
+    resources"): the GPU quota (2) is all held by a third low-priority group of two 1-GPU pods and
+    the high group's pods ask for a GPU each, so the GPU quota needs a preemption too while cpu
+    quota fits and cpu is fragmented: the victims must be the GPU group and the low group of one
+    rack. A Kueue that looks for victims only among the users of the GPU quota frees the GPUs but
+    no rack's cpu, and leaves the high group pending."""
+    scenario.require_kwok("adds Nodes of its own with a chosen capacity")
+    sc, host, gpu = scenario, lwsc_cluster.topology.hostname_label, lwsc_cluster.topology.gpu_resource
+    nodes = {f"lwsc-{unique}-r{i}": f"r{i}" for i in (1, 2)}
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    lo, hi = f"{unique}-lo", f"{unique}-hi"
+
+    def group(name: str, replicas: int, requests: dict[str, str], priority: str, required: bool = True) -> Obj:
+        obj = _per_pod(workloads.set_tas(_lws(name, replicas, 2), SLOT_RACK, required=required), requests)
+        obj["metadata"]["labels"][workloads.PRIORITY_LABEL] = priority
+        for role in ("leaderTemplate", "workerTemplate"):
+            obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+        return obj
+
+    names = ["low", "gpus", "high"] if gpu_short else ["low", "high"]
+    try:
+        for node, rack in nodes.items():
+            _slot_node(sc, unique, node, {"cpu": "4", "memory": "256Gi", "pods": "10", gpu: "2"}, {SLOT_RACK: rack})
+        sc.create(workloads.workload_priority_class(lo, 100))
+        sc.create(workloads.workload_priority_class(hi, 10000))
+        _slot_queue(
+            sc, unique, [SLOT_RACK, host], {gpu: "2"} if gpu_short else None, {"withinClusterQueue": "LowerPriority"}
+        )
+        sc.create(group("low", 2, {"cpu": "1500m"}, lo))
+        low = sc.wait_pods(K.all_ready(2, 2), "both low-priority groups Ready", selector=K.selector("low"))
+        low_racks = _rack_per_group(sc, low)
+        assert sorted(low_racks.values()) == ["r1", "r2"], f"the low groups' racks {low_racks}: one group per rack"
+        low_uids = {i: {p["metadata"]["uid"] for p in g} for i, g in K.groups_of(low).items()}
+        victims = {"low": K.lws_uid(sc, "low")}
+        if gpu_short:
+            sc.create(group("gpus", 1, {"cpu": "100m", gpu: "1"}, lo, required=False))
+            sc.wait_pods(K.all_ready(1, 2), "the low-priority GPU group Ready", selector=K.selector("gpus"))
+            victims["gpus"] = K.lws_uid(sc, "gpus")
+
+        sc.create(group("high", 1, {"cpu": "1", **({gpu: "1"} if gpu_short else {})}, hi))
+        try:
+            pods = sc.wait_pods(
+                K.all_ready(1, 2),
+                "the high-priority group admitted and Ready",
+                timeout=120,
+                selector=K.selector("high"),
+            )
+        except WaitTimeout:
+            also = " and the GPU group" if gpu_short else ""
+            raise AssertionError(
+                "the high-priority required-rack group never ran, though preempting the low group of "
+                f"either rack{also} makes room for it: {_pending_reason(sc, 'high')}"
+            ) from None
+        (rack,) = set(_rack_per_group(sc, pods).values())
+        (evicted,) = [i for i, r in low_racks.items() if r == rack]
+        (kept,) = [i for i, r in low_racks.items() if r != rack]
+
+        now = K.groups_of(sc.pods(K.selector("low")))
+        kept_now = {p["metadata"]["uid"] for p in now.get(kept, []) if P.pod_ready(p)}
+        assert kept_now == low_uids[kept], (
+            f"the low group in rack {low_racks[kept]}, where the high group does not run, was touched: "
+            f"Ready pods {sorted(kept_now)}, before {sorted(low_uids[kept])}"
+        )
+        survivors = {p["metadata"]["name"] for p in now.get(evicted, []) if p["metadata"]["uid"] in low_uids[evicted]}
+        assert not survivors, f"pods of the low group in rack {rack} survived its preemption: {sorted(survivors)}"
+        preempted = {"low": workloads.lws_workload_name("low", victims["low"], evicted)}
+        if gpu_short:
+            preempted["gpus"] = workloads.lws_workload_name("gpus", victims["gpus"], 0)
+        for name, wl_name in preempted.items():
+            K.wait_workloads(
+                sc,
+                victims[name],
+                lambda ws, wl_name=wl_name: [
+                    w
+                    for w in ws
+                    if w["metadata"]["name"] == wl_name
+                    and P.condition(w, "Preempted") == "True"
+                    and not K.quota_reserved(w)
+                ],
+                f"{wl_name} Preempted=True and without quota",
+            )
+        escaped = sc.observe_pods(K.leak(evicted), K.OBSERVE_SECONDS, selector=K.selector("low"))
+        assert escaped is None, escaped
+    finally:
+        _delete_lws_then_nodes(sc, names, list(nodes))
