@@ -28,6 +28,7 @@ BUILT_IN = {
     "Service": ("core", "service"),
     "Event": ("core", "event"),
     "PersistentVolumeClaim": ("core", "persistent_volume_claim"),
+    "ResourceQuota": ("core", "resource_quota"),
     "StatefulSet": ("apps", "stateful_set"),
     "ControllerRevision": ("apps", "controller_revision"),
     "Lease": ("coordination", "lease"),

@@ -23,6 +23,7 @@ import pytest
 from lws_conformance.testing import (
     Claims,
     Failures,
+    InfraError,
     Scenario,
     artifact_dir,
     check,
@@ -187,6 +188,64 @@ def test_three_role_rollout(scenario: Scenario, claim: Claims, tmp_path: Path) -
             lambda objs: (len(D.services(objs, "tri", new_rev)) == 3 and not D.services(objs, "tri", old_rev)) or None,
             f"the 3 Services of revision {new_rev}, none of {old_rev}",
         )
+
+
+# The pods of revision A's 2 prefill + 1 decode groups of one pod: a pod quota of that many holds
+# revision B's first groups back (their StatefulSets cannot create pods) until it is deleted.
+HOLD_PODS = 3
+
+
+@_proves_rollout
+def test_role_limits_set_to_zero_mid_rollout(scenario: Scenario, claim: Claims, tmp_path: Path) -> None:
+    """prefill 2 + decode 1, both at maxSurge 1, maxUnavailable 0; prefill's image changes while a
+    pod quota holds the new revision's first groups back, and before they start prefill's limits
+    become maxSurge 0, maxUnavailable 0, which v0.9.0's webhook accepts (v0.10.0 refuses it:
+    LWS-DSVALID-006, and the case is not-run there). The new revision's LWSs were created before,
+    at maxSurge 1, so LWS's own webhook lets them grow. v0.9.0 reads 0 / 0 as its defaults
+    (maxSurge 1, maxUnavailable 0); maxUnavailable is 0 on either reading, so prefill may lose no
+    ready group, and every step must still change old or new only. A planner that takes maxSurge 0
+    at its word cannot grow prefill beside its old groups and force-drains them in the step that
+    grows the new ones."""
+    sc, name, want = scenario, "zerolim", {"prefill": 2, "decode": 1}
+    with record(sc.api, sc.namespace, disaggregated=True) as tl:
+        sc.create(D.dset(name, [_surge_1("prefill", 2), _surge_1("decode", 1)]))
+        old = D.wait_roles(sc, name, want, f"every role of {name} ready ({want})")
+        rev_a = old["prefill"]["metadata"]["labels"][D.REVISION]
+        hold = {"metadata": {"name": "hold"}, "spec": {"hard": {"pods": str(HOLD_PODS)}}}
+        sc.core.create_namespaced_resource_quota(sc.namespace, hold)  # type: ignore[arg-type]  # dicts accepted
+        sc.wait_objects(
+            "ResourceQuota",
+            lambda objs: any(((q.get("status") or {}).get("used") or {}).get("pods") == str(HOLD_PODS) for q in objs),
+            f"the pod quota counting the {HOLD_PODS} pods of revision A",
+        )
+        D.set_image(sc, name, "prefill", images.ref("workload-update"))
+
+        def held(objs: list[Obj]) -> bool | None:
+            b = [o for o in D.children(objs, name) if o["metadata"]["labels"][D.REVISION] != rev_a]
+            return len(b) == len(want) and all(o["spec"].get("replicas") for o in b) or None
+
+        D.wait_lws(sc, held, f"{name}'s revision B scaled up in every role (its pods held back by the quota)")
+        limits = "/spec/roles/0/spec/rolloutStrategy/rollingUpdateConfiguration"
+        ops = [
+            {"op": "replace", "path": f"{limits}/maxSurge", "value": 0},
+            {"op": "replace", "path": f"{limits}/maxUnavailable", "value": 0},
+        ]
+        out, status, message = D.admission_outcome(lambda: D.patch(sc, name, ops))
+        if out is None:
+            pytest.skip(
+                f"not-run: this LWS refuses a role at maxSurge 0 and maxUnavailable 0 ({status}: {message}; "
+                "LWS-DSVALID-006), so the case cannot be made"
+            )
+        early = [
+            p["metadata"]["name"]
+            for p in sc.list_objects("Pod", D.SET + "=" + name)
+            if p["metadata"]["labels"].get(D.REVISION) != rev_a
+        ]
+        if early:
+            raise InfraError(f"the pod quota did not hold revision B back: {early} created before the limits changed")
+        sc.core.delete_namespaced_resource_quota("hold", sc.namespace)
+        _rolled(sc, name, want, rev_a, claim)
+    _verify(tl, tmp_path, name, "ds-zero-limits-mid-rollout", claim)
 
 
 def _surge_1(name: str, replicas: int) -> Obj:
