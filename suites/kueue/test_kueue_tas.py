@@ -560,13 +560,7 @@ def test_a_deleted_host_is_replaced_without_moving_the_rest_of_the_group(
         return {role: sorted(nodes) for role, nodes in got.items()}
 
     try:
-        for name in names:
-            _slot_node(sc, unique, name, {"cpu": "1", "memory": "256Gi", "pods": "10"})
-        _slot_queue(sc, unique, [SLOTS, host])
-        sc.create(obj)
-        uid = K.lws_uid(sc, "hs")
-        wl_name = workloads.lws_workload_name("hs", uid, 0)
-        pods = sc.wait_pods(K.all_ready(1, 3), "the group Ready on three hosts", selector=K.selector("hs"))
+        uid, wl_name, pods = _group_on_one_cpu_hosts(sc, unique, names, host, obj)
         first = role_nodes(pods)
         lost = next(p["spec"]["nodeName"] for p in pods if p["metadata"]["name"] == "hs-0-1")
         (spare,) = set(names) - {n for nodes in first.values() for n in nodes}
@@ -581,16 +575,7 @@ def test_a_deleted_host_is_replaced_without_moving_the_rest_of_the_group(
         sc.wait_pods(
             swapped, f"the group Ready again, {want}, after {lost} was deleted", timeout=180, selector=K.selector("hs")
         )
-        (wl,) = K.wait_workloads(
-            sc,
-            uid,
-            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and K.admitted(w)] or None,
-            f"{wl_name} Admitted",
-        )
-        assert P.condition(wl, "Evicted") is None, (
-            f"{wl_name} was evicted (conditions {(wl.get('status') or {}).get('conditions')}): "
-            "the deleted host was not swapped within the assignment"
-        )
+        _swapped_within_the_assignment(sc, uid, wl_name)
     finally:
         _delete_lws_then_nodes(sc, "hs", names)
 
@@ -625,57 +610,16 @@ def test_a_deleted_hosts_worker_is_replaced_on_the_spare_host_beside_the_running
     sc, host = scenario, lwsc_cluster.topology.hostname_label
     names = [f"lwsc-{unique}-h{i}" for i in range(3)]
     spare = f"lwsc-{unique}-h3"  # sorts after the other three
-    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
-    obj = _cpu_of_each_pod(workloads.set_tas(_lws("hw", 1, 3), SLOTS), resources)
-    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
-    for role in ("leaderTemplate", "workerTemplate"):
-        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
-    seen: list[Obj] = []
-
-    def placed(pods: list[Obj]) -> dict[str, str]:
-        return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in P.live(pods)}
+    obj = _one_worker_swapped_lws("hw", unique, resources)
 
     try:
-        for name in names:
-            _slot_node(sc, unique, name, {"cpu": "1", "memory": "256Gi", "pods": "10"})
-        _slot_queue(sc, unique, [SLOTS, host])
-        sc.create(obj)
-        uid = K.lws_uid(sc, "hw")
-        wl_name = workloads.lws_workload_name("hw", uid, 0)
-        pods = sc.wait_pods(K.all_ready(1, 3), "the group Ready on three hosts", selector=K.selector("hw"))
-        first = placed(pods)
-        _slot_node(sc, unique, spare, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+        uid, wl_name, pods = _group_on_one_cpu_hosts(sc, unique, names, host, obj)
+        first = _placed(pods)
+        _slot_node(sc, unique, spare, ONE_CPU_HOST)
         lost = first["hw-0-1"]
         sc.core.delete_node(lost)
-        want = {**first, "hw-0-1": spare}
-
-        def swapped(pods: list[Obj]) -> list[Obj] | None:
-            seen[:] = P.live(pods)
-            ready = K.all_ready(1, 3)(pods)
-            return ready if ready and placed(ready) == want else None
-
-        try:
-            # the pod of a deleted Node goes when pod GC deletes it (after its 40 s quarantine)
-            now = sc.wait_pods(
-                swapped,
-                f"hw-0-1 replaced on the spare host and the group Ready, {want}, after {lost} was deleted",
-                timeout=180,
-                selector=K.selector("hw"),
-            )
-        except WaitTimeout as exc:
-            raise AssertionError(f"{exc}\n{_where_the_replacement_went(seen, 'hw-0-1', spare, first)}") from None
-        moved = _recreated(pods, now, "hw-0-1")
-        assert not moved, f"pods other than hw-0-1 recreated (restartPolicy None), new UIDs: {moved}"
-        (wl,) = K.wait_workloads(
-            sc,
-            uid,
-            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and K.admitted(w)] or None,
-            f"{wl_name} Admitted",
-        )
-        assert P.condition(wl, "Evicted") is None, (
-            f"{wl_name} was evicted (conditions {(wl.get('status') or {}).get('conditions')}): "
-            "the deleted host was not swapped within the assignment"
-        )
+        _replaced_on_the_spare_host(sc, "hw", pods, spare, f"after {lost} was deleted")
+        _swapped_within_the_assignment(sc, uid, wl_name)
     finally:
         _delete_lws_then_nodes(sc, "hw", [*names, spare])
 
@@ -700,25 +644,11 @@ def test_a_node_replacement_pending_over_a_kueue_restart_completes_after_it(
     sc.require_kwok("adds Nodes of its own and deletes one")
     names = [f"lwsc-{unique}-h{i}" for i in range(3)]
     spare = f"lwsc-{unique}-h3"
-    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
-    obj = _cpu_of_each_pod(workloads.set_tas(_lws("hk", 1, 3), SLOTS), "limits")
-    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
-    for role in ("leaderTemplate", "workerTemplate"):
-        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
-    seen: list[Obj] = []
-
-    def placed(pods: list[Obj]) -> dict[str, str]:
-        return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in P.live(pods)}
+    obj = _one_worker_swapped_lws("hk", unique, "limits")
 
     try:
-        for name in names:
-            _slot_node(sc, unique, name, {"cpu": "1", "memory": "256Gi", "pods": "10"})
-        _slot_queue(sc, unique, [SLOTS, host])
-        sc.create(obj)
-        uid = K.lws_uid(sc, "hk")
-        wl_name = workloads.lws_workload_name("hk", uid, 0)
-        pods = sc.wait_pods(K.all_ready(1, 3), "the group Ready on three hosts", selector=K.selector("hk"))
-        first = placed(pods)
+        uid, wl_name, pods = _group_on_one_cpu_hosts(sc, unique, names, host, obj)
+        first = _placed(pods)
         lost = first["hk-0-1"]
         sc.core.delete_node(lost)
         K.wait_workloads(
@@ -730,7 +660,7 @@ def test_a_node_replacement_pending_over_a_kueue_restart_completes_after_it(
         )
         private_cluster.stop_component("kueue")
         try:
-            _slot_node(sc, unique, spare, {"cpu": "1", "memory": "256Gi", "pods": "10"})
+            _slot_node(sc, unique, spare, ONE_CPU_HOST)
         finally:
             private_cluster.start_component("kueue")
         old = next(p["metadata"]["uid"] for p in pods if p["metadata"]["name"] == "hk-0-1")
@@ -741,37 +671,86 @@ def test_a_node_replacement_pending_over_a_kueue_restart_completes_after_it(
                 f"hk-0-1 on the deleted {lost} was gone before Kueue had restarted (pod GC's 40 s "
                 "quarantine passed while Kueue was down): the restart came too late to test"
             )
-        want = {**first, "hk-0-1": spare}
-
-        def swapped(pods: list[Obj]) -> list[Obj] | None:
-            seen[:] = P.live(pods)
-            ready = K.all_ready(1, 3)(pods)
-            return ready if ready and placed(ready) == want else None
-
-        try:
-            now = sc.wait_pods(
-                swapped,
-                f"hk-0-1 replaced on the spare host and the group Ready, {want}, after {lost} was deleted "
-                "and Kueue restarted",
-                timeout=180,
-                selector=K.selector("hk"),
-            )
-        except WaitTimeout as exc:
-            raise AssertionError(f"{exc}\n{_where_the_replacement_went(seen, 'hk-0-1', spare, first)}") from None
-        moved = _recreated(pods, now, "hk-0-1")
-        assert not moved, f"pods other than hk-0-1 recreated (restartPolicy None), new UIDs: {moved}"
-        (wl,) = K.wait_workloads(
-            sc,
-            uid,
-            lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and K.admitted(w)] or None,
-            f"{wl_name} Admitted",
-        )
-        assert P.condition(wl, "Evicted") is None, (
-            f"{wl_name} was evicted (conditions {(wl.get('status') or {}).get('conditions')}): "
-            "the deleted host was not swapped within the assignment"
-        )
+        _replaced_on_the_spare_host(sc, "hk", pods, spare, f"after {lost} was deleted and Kueue restarted")
+        _swapped_within_the_assignment(sc, uid, wl_name)
     finally:
         _delete_lws_then_nodes(sc, "hk", [*names, spare])
+
+
+ONE_CPU_HOST = {"cpu": "1", "memory": "256Gi", "pods": "10"}
+
+
+def _group_on_one_cpu_hosts(
+    sc: Scenario, unique: str, names: list[str], host: str, obj: Obj
+) -> tuple[str, str, list[Obj]]:
+    """The test's 1-cpu slot hosts `names` and its TAS queue, then LWS `obj` (one group of a leader
+    and two workers) created and Ready on three of them: its UID, its group's Workload name, its pods."""
+    name = obj["metadata"]["name"]
+    for node in names:
+        _slot_node(sc, unique, node, ONE_CPU_HOST)
+    _slot_queue(sc, unique, [SLOTS, host])
+    sc.create(obj)
+    uid = K.lws_uid(sc, name)
+    pods = sc.wait_pods(K.all_ready(1, 3), "the group Ready on three hosts", selector=K.selector(name))
+    return uid, workloads.lws_workload_name(name, uid, 0), pods
+
+
+def _one_worker_swapped_lws(name: str, unique: str, resources: str) -> Obj:
+    """LWS `name` of one group, a leader and two workers of 1 cpu each (`resources`: as requests or
+    as limits only), required in one rack of the test's slot hosts, restartPolicy None (only the
+    pod of a lost host is recreated)."""
+    toleration = {"key": SLOTS, "operator": "Equal", "value": unique, "effect": "NoSchedule"}
+    obj = _cpu_of_each_pod(workloads.set_tas(_lws(name, 1, 3), SLOTS), resources)
+    obj["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    for role in ("leaderTemplate", "workerTemplate"):
+        obj["spec"]["leaderWorkerTemplate"][role]["spec"]["tolerations"] = [toleration]
+    return obj
+
+
+def _placed(pods: list[Obj]) -> dict[str, str]:
+    """Each live pod's node, by pod name."""
+    return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in P.live(pods)}
+
+
+def _replaced_on_the_spare_host(sc: Scenario, name: str, pods: list[Obj], spare: str, after: str) -> None:
+    """Wait until `<name>-0-1` (rank 0's worker, whose host was lost) runs again on `spare` and the
+    group is Ready, every other pod on its node of `pods` with the same UID (restartPolicy None)."""
+    lost_pod, first = f"{name}-0-1", _placed(pods)
+    seen: list[Obj] = []
+    want = {**first, lost_pod: spare}
+
+    def swapped(objs: list[Obj]) -> list[Obj] | None:
+        seen[:] = P.live(objs)
+        ready = K.all_ready(1, 3)(objs)
+        return ready if ready and _placed(ready) == want else None
+
+    try:
+        # the pod of a deleted Node goes when pod GC deletes it (after its 40 s quarantine)
+        now = sc.wait_pods(
+            swapped,
+            f"{lost_pod} replaced on the spare host and the group Ready, {want}, {after}",
+            timeout=180,
+            selector=K.selector(name),
+        )
+    except WaitTimeout as exc:
+        raise AssertionError(f"{exc}\n{_where_the_replacement_went(seen, lost_pod, spare, first)}") from None
+    moved = _recreated(pods, now, lost_pod)
+    assert not moved, f"pods other than {lost_pod} recreated (restartPolicy None), new UIDs: {moved}"
+
+
+def _swapped_within_the_assignment(sc: Scenario, uid: str, wl_name: str) -> None:
+    """The group's Workload `wl_name` is Admitted and was never evicted: the lost host was replaced
+    within its topology assignment."""
+    (wl,) = K.wait_workloads(
+        sc,
+        uid,
+        lambda ws: [w for w in ws if w["metadata"]["name"] == wl_name and K.admitted(w)] or None,
+        f"{wl_name} Admitted",
+    )
+    assert P.condition(wl, "Evicted") is None, (
+        f"{wl_name} was evicted (conditions {(wl.get('status') or {}).get('conditions')}): "
+        "the deleted host was not swapped within the assignment"
+    )
 
 
 def _unhealthy_nodes(wl: Obj) -> list[str]:
