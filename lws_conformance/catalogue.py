@@ -21,7 +21,7 @@ and the declaration of a default-off gate (`kind: alpha`) may be cited in additi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -87,6 +87,9 @@ class Requirement:
     # even one writing what a kubelet would report: what only real kubelets, processes or nodes
     # show. "" when a test of it runs there.
     not_simulated: str = ""
+    # component -> the first version where the requirement no longer applies: what it checks was
+    # removed upstream (e.g. a feature gate locked on); {} while it still applies.
+    until: dict[str, str] = field(default_factory=dict)
 
     @property
     def gating(self) -> bool:
@@ -130,6 +133,10 @@ def not_applicable(req: Requirement, installed: dict[str, str]) -> str | None:
             return f"{component} is not installed (requirement holds since {component} {since})"
         if not reached(have, since):
             return f"requires {component} >= {since}, installed {have}"
+    for component, until in req.until.items():
+        have = installed.get(component)
+        if have is not None and reached(have, until):
+            return f"applies before {component} {until} only, installed {have}"
     return None
 
 
@@ -180,8 +187,12 @@ def check(req: Requirement) -> None:
         raise ValueError(f"{req.id}: MUST on a feature gate that is off by default (an alpha source): a SHOULD")
     if not kinds - {"harness", "alpha"}:
         raise ValueError(f"{req.id}: cites no upstream source (our own docs are never a source on their own)")
-    for v in req.since.values():
+    for v in (*req.since.values(), *req.until.values()):
         parse_version(v)
+    for component, until in req.until.items():
+        since = req.since.get(component)
+        if since is not None and parse_version(until) <= parse_version(since):
+            raise ValueError(f"{req.id}: until {component} {until} is not after since {since}")
 
 
 def load(path: Path = CATALOGUE, *, strict: bool = True) -> dict[str, Requirement]:
@@ -203,6 +214,7 @@ def load(path: Path = CATALOGUE, *, strict: bool = True) -> dict[str, Requiremen
             level=str(raw["level"]),
             sources=_sources(raw["id"], raw.get("sources", [])),
             not_simulated=" ".join(str(raw.get("not_simulated", "")).split()),
+            until={k: str(v) for k, v in (raw.get("until") or {}).items()},
         )
         if req.id in out:
             raise ValueError(f"duplicate requirement id {req.id}")

@@ -67,6 +67,27 @@ def test_gating_compares_versions_numerically() -> None:
     assert "not installed" in (not_applicable(req, {}) or "")
 
 
+def test_until_ends_a_requirement_where_upstream_removed_what_it_checks() -> None:
+    req = Requirement("KUEUE-X-001", "x", "It SHOULD.", {"kueue": "v0.16.0"}, (), until={"kueue": "v0.18.0"})
+    assert not_applicable(req, {"kueue": "v0.17.0"}) is None
+    assert not_applicable(req, {"kueue": "v0.18.0"}) == "applies before kueue v0.18.0 only, installed v0.18.0"
+    assert not_applicable(req, {"kueue": "v0.18.0+main.3@abc"}) is not None  # a main build after the tag
+    assert not_applicable(req, {"kueue": "v0.15.0"}) == "requires kueue >= v0.16.0, installed v0.15.0"
+    with pytest.raises(ValueError, match="not after since"):
+        catalogue.check(
+            Requirement(
+                "KUEUE-X-002",
+                "x",
+                "It SHOULD.",
+                {"kueue": "v0.18.0"},
+                (),
+                level="SHOULD",
+                sources=(catalogue.Source("code", "https://example.test/a.go#L1", "q"),),
+                until={"kueue": "v0.18.0"},
+            )
+        )
+
+
 @pytest.mark.parametrize(
     ("have", "mark", "expected"),
     [

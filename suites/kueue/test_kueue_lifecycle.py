@@ -27,7 +27,6 @@ from lws_conformance.testing import (
     artifact_dir,
     history,
     images,
-    reached,
     record,
     saved,
     workloads,
@@ -234,26 +233,10 @@ FINALIZER = MANAGED
 NO_SKIP = "SkipFinalizersForPodsSuspendedByParent"
 
 
-# From v0.18.0 the gate is GA and locked to true (kube_features.go L600 of v0.18.0: a Kueue told
-# to turn it off does not start), and no LWS pod carries the finalizer.
-NO_SKIP_LOCKED_SINCE = "v0.18.0"
-
-
-@pytest.fixture
-def finalizers_settable(lwsc_cluster: ClusterHandle) -> None:
-    """Skip (before the private cluster comes up) where the Kueue under test cannot turn the gate off."""
-    have = (lwsc_cluster.versions or {}).get("kueue")
-    if have is not None and reached(have, NO_SKIP_LOCKED_SINCE):
-        pytest.skip(
-            f"Kueue {have} has {NO_SKIP} GA and locked on (since {NO_SKIP_LOCKED_SINCE}): no LWS pod carries "
-            f"its {FINALIZER} finalizer"
-        )
-
-
 @pytest.mark.private_cluster(f"kueue.feature_gates.{NO_SKIP}=false")
 @pytest.mark.requirement("KUEUE-RESTART-002")
 def test_a_force_deleted_pod_is_released_by_kueue_without_a_terminal_phase(
-    finalizers_settable: None, private_scenario: Scenario, unique: str
+    private_scenario: Scenario, unique: str
 ) -> None:
     """Kueue's SkipFinalizersForPodsSuspendedByParent gate off (a private cluster of its own): every
     pod of a queued LWS carries Kueue's finalizer. Worker fz-0-1 of the admitted group is
