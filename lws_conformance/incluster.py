@@ -51,12 +51,8 @@ RULES: list[tuple[str, list[str], list[str]]] = [
     ("", ["pods"], ["get", "list", "watch", "create", "patch", "delete"]),  # create: server-side dry-run probes
     ("", ["pods/status"], ["get", "patch"]),  # tests report readiness or failure as a kubelet would
     ("", ["services"], ["get", "list", "watch", "delete"]),
-    ("", ["persistentvolumeclaims"], READ),
-    (
-        "",
-        ["resourcequotas"],
-        [*READ, "create", "delete"],
-    ),  # a pod quota holds a rollout's new groups back  # the volume-claim-template tests read the claims LWS made
+    ("", ["persistentvolumeclaims"], READ),  # the volume-claim-template tests read the claims LWS made
+    ("", ["resourcequotas"], [*READ, "create", "delete"]),  # a pod quota holds a rollout's new groups back
     ("", ["events"], READ),
     ("events.k8s.io", ["events"], READ),  # the restart-policy tests read container restarts from events
     ("", ["nodes"], READ),  # topology labels, capacity (preflight)

@@ -160,7 +160,7 @@ def test_role_without_surge_beside_a_surging_role(scenario: Scenario, claim: Cla
     revision drains to 0 in one step, then decode's new group starts. A planner that grows decode's
     new group beside its old one breaks decode's surge limit; one that drains decode first has to
     take prefill's old groups before their replacements are ready."""
-    roles = [D.rollout(D.role("prefill", 4), 1, 0), D.rollout(D.role("decode", 1), 0, 1)]
+    roles = [_surge_1("prefill", 4), D.rollout(D.role("decode", 1), 0, 1)]
     _roll_one_role(scenario, "mixsurge", roles, "prefill", "ds-mixed-surge", claim, tmp_path)
 
 
