@@ -12,11 +12,12 @@ from typing import Any
 
 from kubernetes import client
 
+from .k8s import kueue_config
 from .k8s import predicates as P
 from .k8s.logs import deployment_log, file_size, json_log_records, json_records
 from .k8s.objects import API_VERSIONS, CLUSTER_SCOPED, CLUSTER_SCOPED_READ, Objects, gvp
 from .k8s.wait import Predicate, observe, raw_body, wait_for
-from .providers.base import ClusterHandle
+from .providers.base import PLAIN_PODS, ClusterHandle
 from .providers.kind import CONTROLLERS
 
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
@@ -115,6 +116,27 @@ class Scenario:
             import pytest  # only suites call this
 
             pytest.skip(f"not-run: the test {what}, which only kwok (the local provider) keeps Ready and running")
+
+    def require_kueue_plain_pods(self) -> None:
+        """Skip (not-run) unless Kueue manages plain Pods here: its Configuration lists the `pod`
+        integration (implied by the LWS integration alone, its reconciler skips plain Pods)."""
+        import pytest  # only suites call this
+
+        if self.cluster.provider == "local":
+            if PLAIN_PODS not in self.cluster.capabilities:
+                pytest.skip(
+                    "not-run: this local cluster's Kueue was configured by an older lwsc, without the "
+                    "`pod` integration: `lwsc down` and `lwsc up` again"
+                )
+            return
+        listed, why = kueue_config.frameworks(self.api)
+        if listed is None:
+            pytest.skip(f"not-run: whether Kueue manages plain Pods here is unknown: {why}")
+        if "pod" not in listed:
+            pytest.skip(
+                "not-run: Kueue's configuration does not list the `pod` integration "
+                f"(integrations.frameworks: {sorted(listed)}), so it manages no plain Pod here"
+            )
 
     def require_simulated_kubelet(self, what: str) -> None:
         """Skip (not-run) where real kubelets run: for a scenario that writes what a kubelet

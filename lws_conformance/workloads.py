@@ -1,4 +1,4 @@
-"""Builders for the objects suites create: LeaderWorkerSets and Kueue queues.
+"""Builders for the objects suites create: LeaderWorkerSets, plain Pods for Kueue, Kueue queues.
 
 Pure functions returning dicts, so tests read as data and the harness's own tests can check
 them without a cluster. Templates live in `fixtures/manifests/`.
@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from . import images, resources
+from .k8s.predicates import POD_GROUP_NAME
 
 MANIFESTS = resources.fixtures() / "manifests"
 LWS_GROUP, LWS_VERSION, LWS_PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
@@ -55,6 +56,21 @@ def lws(
                 res.setdefault("requests", {})[gpu_resource] = str(gpus)
                 res.setdefault("limits", {})[gpu_resource] = str(gpus)
     return obj
+
+
+GROUP_TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+
+
+def plain_pod(name: str, *, queue: str, group: str | None = None, total: int | None = None) -> dict[str, Any]:
+    """A plain Pod for Kueue's pod integration (its "Run Plain Pods" page): the LWS template's
+    worker container, the queue-name label and, for a Pod group, the pod-group-name label and the
+    pod-group-total-count annotation. restartPolicy Never, as in that page's examples."""
+    container = copy.deepcopy(_template("lws-basic.yaml")["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"])
+    meta: dict[str, Any] = {"name": name, "labels": {QUEUE_LABEL: queue}}
+    if group is not None:
+        meta["labels"][POD_GROUP_NAME] = group
+        meta["annotations"] = {GROUP_TOTAL_COUNT: str(total)}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {**container, "restartPolicy": "Never"}}
 
 
 def resource_flavor(

@@ -4,6 +4,12 @@ Both default to webhook :9443, metrics :8443 and health :8081 and would collide,
 own loopback ports. Internal cert management is off (its rotator only mints `*.svc` names) and the
 webhook serves our certificate with the 127.0.0.1 IP SAN. Kueue's VisibilityOnDemand is off: its
 aggregated API would point at a Service nobody serves and break discovery for KCM and kubectl.
+
+Kueue's integrations are those of its release configuration
+(config/components/manager/controller_manager_config.yaml) for the kinds the suites create:
+`batch/job`, `pod` and the LWS one. `pod` is listed, not left implied by the LWS integration: an
+implied pod integration serves LWS pods only and its reconciler skips plain Pods
+(pod_controller.go `Skip`), which the release configuration manages (KUEUE-PLAINPOD).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 import yaml
 
 KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")  # hard-coded in kueue's main.go
+FRAMEWORKS = ("batch/job", "pod", "leaderworkerset.x-k8s.io/leaderworkerset")
 
 
 def lws_config(webhook_port: int, metrics_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
@@ -52,7 +59,7 @@ def kueue_config(
         "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
         "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
         "clientConnection": {"qps": 200, "burst": 400},
-        "integrations": {"frameworks": ["batch/job", "leaderworkerset.x-k8s.io/leaderworkerset"]},
+        "integrations": {"frameworks": list(FRAMEWORKS)},
         "featureGates": {"VisibilityOnDemand": False, **(feature_gates or {})},
     }
     if pods_ready:

@@ -149,22 +149,35 @@ def released_before_admission(
     stay gated until the write that made its group's Workload Admitted=True."""
     out = []
     for g in groups:
-        wl = workload_of(g)
-        admitted_at = _first(events, _admitted(wl))
-        first_seen: set[str] = set()
-        for i, e in enumerate(events):
-            labels = _labels(e.obj)
-            if e.kind != "Pod" or labels.get(NAME_LABEL) != lws_name or labels.get(GROUP_INDEX) != str(g):
-                continue
-            name = str(e.obj.get("name"))
-            if name not in first_seen:
-                first_seen.add(name)
-                if not e.obj.get("gated"):
-                    out.append(f"pod {name} of group {g} first seen without a scheduling gate ({_ref(e)})")
-            if e.type != "DELETED" and not e.obj.get("gated") and (admitted_at is None or i < admitted_at):
-                out.append(f"pod {name} of group {g} ungated ({_ref(e)}) before Workload {wl} was Admitted")
-        if not first_seen:
-            out.append(f"no pod of group {g} was seen")
+
+        def member(snap: Obj, g: int = g) -> bool:
+            labels = _labels(snap)
+            return labels.get(NAME_LABEL) == lws_name and labels.get(GROUP_INDEX) == str(g)
+
+        out += gated_until_admitted(events, member, f"group {g}", workload_of(g))
+    return out
+
+
+def gated_until_admitted(
+    events: Sequence[WatchEvent], member: Callable[[Obj], bool], what: str, workload: str
+) -> list[str]:
+    """The pods `member` selects (one unit of admission, `what`) must each be created behind a
+    scheduling gate and stay gated until the write that made Workload `workload` Admitted=True."""
+    admitted_at = _first(events, _admitted(workload))
+    first_seen: set[str] = set()
+    out = []
+    for i, e in enumerate(events):
+        if e.kind != "Pod" or not member(e.obj):
+            continue
+        name = str(e.obj.get("name"))
+        if name not in first_seen:
+            first_seen.add(name)
+            if not e.obj.get("gated"):
+                out.append(f"pod {name} of {what} first seen without a scheduling gate ({_ref(e)})")
+        if e.type != "DELETED" and not e.obj.get("gated") and (admitted_at is None or i < admitted_at):
+            out.append(f"pod {name} of {what} ungated ({_ref(e)}) before Workload {workload} was Admitted")
+    if not first_seen:
+        out.append(f"no pod of {what} was seen")
     return out
 
 

@@ -16,6 +16,10 @@ from typing import Protocol
 
 from ..profile import Topology
 
+# The local provider's capability: its Kueue lists the `pod` integration and manages plain Pods
+# (install/controllers.py FRAMEWORKS); on other providers Scenario reads Kueue's configuration.
+PLAIN_PODS = "kueue-plain-pods"
+
 
 @dataclass(frozen=True)
 class ClusterHandle:

@@ -30,7 +30,7 @@ from ..k8s.wait import wait_for
 from ..toolchain import cache as bincache
 from ..toolchain.gobuild import Progress, module_dir
 from . import nodes, process, snapshot
-from .base import ClusterHandle
+from .base import PLAIN_PODS, ClusterHandle
 from .components import ClusterState
 
 KWOK_STAGES = (
@@ -66,7 +66,7 @@ KCM_CONTROLLERS = (
 )
 # Replaces kwok's pod-delete stage (why: in the file).
 POD_DELETE_STAGE = resources.fixtures() / "kwok" / "pod-delete.yaml"
-CAPABILITIES = frozenset({"stop-controller", "restart-apiserver", "node-failure", "pod-status-faults"})
+CAPABILITIES = frozenset({"stop-controller", "restart-apiserver", "node-failure", "pod-status-faults", PLAIN_PODS})
 
 
 class BootSequence(ClusterState):

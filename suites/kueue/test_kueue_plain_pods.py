@@ -1,0 +1,186 @@
+"""Kueue's pod integration for plain Pods and Pod groups ("Run Plain Pods", KEP-976).
+
+Why: the LWS integration admits every LWS group through the same pod webhook, gate and pod-group
+Workloads; plain Pods and Pod groups are that machinery's own documented use, and its regressions
+(the gate not set, a group's Workload never built, a deleted group's Workload kept) show there
+first. Needs a Kueue whose configuration lists the `pod` integration, as Kueue's release
+configuration does (`Scenario.require_kueue_plain_pods`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lws_conformance.testing import Claims, Scenario, artifact_dir, history, record, saved, to_dict, workloads
+from lws_conformance.testing import predicates as P
+
+from . import kueue_helpers as K
+
+pytestmark = pytest.mark.cluster
+Obj = dict[str, Any]
+MANAGED = "kueue.x-k8s.io/managed"
+ROOM_FOR_ONE = {"cpu": "150m", "memory": "1Gi"}  # the template's pod requests 100m: one fits, two do not
+ROOMY = {"cpu": "2", "memory": "2Gi"}
+GROUP = "sample-group"  # the page's example name; one group per test namespace
+
+
+def _create(sc: Scenario, pod: Obj) -> Obj:
+    return to_dict(sc.api, sc.core.create_namespaced_pod(sc.namespace, pod))
+
+
+def _named(names: set[str]) -> str:
+    return f"pods {sorted(names)}"
+
+
+def _escaped(names: set[str]) -> Any:
+    """Violation for `observe_pods`: one of `names` left the gate, was bound or ran."""
+
+    def check(pods: list[Obj]) -> str | None:
+        for p in pods:
+            if p["metadata"]["name"] in names and not P.held(p):
+                gates = [g.get("name") for g in p["spec"].get("schedulingGates") or []]
+                phase = (p.get("status") or {}).get("phase")
+                return (
+                    f"pod {p['metadata']['name']} escaped: gates={gates} node={p['spec'].get('nodeName')} phase={phase}"
+                )
+        return None
+
+    return check
+
+
+def _running(names: set[str]) -> Any:
+    def check(pods: list[Obj]) -> list[Obj] | None:
+        got = [p for p in pods if p["metadata"]["name"] in names]
+        whole = len(got) == len(names) and all(P.pod_ready(p) and not p["spec"].get("schedulingGates") for p in got)
+        return got if whole else None
+
+    return check
+
+
+def _workload_named(name: str) -> Any:
+    return lambda wls: K.by_name(wls).get(name)
+
+
+def _workload_owned_by(uid: str) -> Any:
+    def check(wls: list[Obj]) -> Obj | None:
+        return next(
+            (wl for wl in wls if any(o.get("uid") == uid for o in wl["metadata"].get("ownerReferences") or [])), None
+        )
+
+    return check
+
+
+def _admitted(find: Any) -> Any:
+    def check(wls: list[Obj]) -> Obj | None:
+        wl = find(wls)
+        return wl if wl is not None and K.admitted(wl) else None
+
+    return check
+
+
+def _count(wl: Obj) -> int:
+    return sum(int(ps.get("count", 0)) for ps in wl["spec"].get("podSets") or [])
+
+
+def _marked(pod: Obj) -> list[str]:
+    """What the pod webhook left out of a managed Pod as stored (KEP-976's three marks)."""
+    meta, spec = pod["metadata"], pod["spec"]
+    out = []
+    if (meta.get("labels") or {}).get(MANAGED) != "true":
+        out.append(f"label {MANAGED}=true (labels {meta.get('labels')})")
+    if not P.gated(pod):
+        out.append(f"scheduling gate {P.ADMISSION_GATE} (gates {spec.get('schedulingGates')})")
+    if MANAGED not in (meta.get("finalizers") or []):
+        out.append(f"finalizer {MANAGED} (finalizers {meta.get('finalizers')})")
+    return out
+
+
+@pytest.mark.requirement("KUEUE-PLAINPOD-001")
+def test_pod_with_queue_name_is_gated_until_admitted(
+    scenario: Scenario, unique: str, claim: Claims, tmp_path: Path
+) -> None:
+    """A Pod labelled with a LocalQueue whose ClusterQueue has no quota is stored managed (label,
+    gate, finalizer), gets a Workload of its own and stays unscheduled over a window; once the
+    quota is raised its Workload is Admitted and the Pod ungated and Ready, and in the watch stream
+    it never left the gate before the Admitted write."""
+    sc = scenario
+    sc.require_kueue_plain_pods()
+    K.plain_queue(sc, unique, {"cpu": "0", "memory": "0"})
+    with record(sc.api, sc.namespace, workloads=True) as tl:
+        stored = _create(sc, workloads.plain_pod("solo", queue=K.QUEUE))
+        uid = stored["metadata"]["uid"]
+        with claim("KUEUE-PLAINPOD-001"):
+            missing = _marked(stored)
+            assert not missing, f"Pod solo, created with queue-name {K.QUEUE}, was stored without: {missing}"
+        with claim("KUEUE-PLAINPOD-001"):
+            wl = sc.wait_objects("Workload", _workload_owned_by(uid), "a Workload owned by Pod solo")
+            escaped = sc.observe_pods(_escaped({"solo"}), K.OBSERVE_SECONDS)
+            assert escaped is None, f"Pod solo ran although its ClusterQueue has no quota: {escaped}"
+            name = wl["metadata"]["name"]
+            K.set_quota(sc, unique, ROOMY)
+            sc.wait_objects("Workload", _admitted(_workload_named(name)), f"Workload {name} Admitted")
+            sc.wait_pods(_running({"solo"}), "Pod solo ungated and Ready")
+    with claim("KUEUE-PLAINPOD-001"):
+        events = saved(tl, artifact_dir(tmp_path), "plain-pod")
+        wrong = history.gated_until_admitted(events, lambda s: s.get("name") == "solo", "Pod solo", name)
+        assert not wrong, f"Pod solo not gated until admitted: {wrong}"
+
+
+@pytest.mark.requirement("KUEUE-PLAINPOD-002")
+def test_pod_group_is_admitted_as_one_unit(scenario: Scenario, unique: str, claim: Claims, tmp_path: Path) -> None:
+    """Pod group `sample-group` of 2 on a ClusterQueue with room for one pod. The first pod alone
+    gets no Workload and stays held over a window (one pod would fit); with the second, one
+    Workload named after the group counts both, and neither pod starts over a window; the quota
+    raised, the Workload is Admitted and both pods run, neither ungated before the Admitted write
+    (watch stream)."""
+    sc = scenario
+    sc.require_kueue_plain_pods()
+    K.plain_queue(sc, unique, ROOM_FOR_ONE)
+    first, both = {"first"}, {"first", "second"}
+    with record(sc.api, sc.namespace, workloads=True) as tl:
+        _create(sc, workloads.plain_pod("first", queue=K.QUEUE, group=GROUP, total=2))
+        with claim("KUEUE-PLAINPOD-002"):
+            early = sc.observe_objects("Workload", _workload_named(GROUP), K.OBSERVE_SECONDS)
+            assert early is None, f"Workload {GROUP} built from 1 of the group's 2 pods: {early}"
+            escaped = sc.observe_pods(_escaped(first), K.OBSERVE_SECONDS)
+            assert escaped is None, f"the group's first pod ran before the group was whole: {escaped}"
+        _create(sc, workloads.plain_pod("second", queue=K.QUEUE, group=GROUP, total=2))
+        with claim("KUEUE-PLAINPOD-002"):
+            wl = sc.wait_objects("Workload", _workload_named(GROUP), f"Workload {GROUP}, named after the pod group")
+            assert _count(wl) == 2, f"Workload {GROUP} counts {_count(wl)} pods in {wl['spec'].get('podSets')}, not 2"
+            escaped = sc.observe_pods(_escaped(both), K.OBSERVE_SECONDS)
+            assert escaped is None, f"a pod of the group ran while its ClusterQueue had room for one pod: {escaped}"
+            K.set_quota(sc, unique, ROOMY)
+            sc.wait_objects("Workload", _admitted(_workload_named(GROUP)), f"Workload {GROUP} Admitted")
+            sc.wait_pods(_running(both), f"{_named(both)} ungated and Ready")
+    with claim("KUEUE-PLAINPOD-002"):
+        events = saved(tl, artifact_dir(tmp_path), "pod-group")
+        wrong = history.gated_until_admitted(events, lambda s: s.get("name") in both, f"group {GROUP}", GROUP)
+        assert not wrong, f"pods of group {GROUP} not gated until admitted: {wrong}"
+
+
+@pytest.mark.requirement("KUEUE-PLAINPOD-003")
+def test_deleting_a_pod_groups_workload_terminates_its_pods(scenario: Scenario, unique: str, claim: Claims) -> None:
+    """An admitted, running Pod group of 2: its Workload deleted, Kueue terminates both pods and
+    lifts its finalizer from them, so both are gone, and the Workload's deletion completes."""
+    sc = scenario
+    sc.require_kueue_plain_pods()
+    K.plain_queue(sc, unique, ROOMY)
+    both = {"first", "second"}
+    for name in sorted(both):
+        _create(sc, workloads.plain_pod(name, queue=K.QUEUE, group=GROUP, total=2))
+    sc.wait_objects("Workload", _admitted(_workload_named(GROUP)), f"Workload {GROUP} Admitted")
+    sc.wait_pods(_running(both), f"{_named(both)} ungated and Ready")
+    sc.custom.delete_namespaced_custom_object(
+        workloads.KUEUE_GROUP, workloads.KUEUE_VERSION, sc.namespace, "workloads", GROUP
+    )
+    with claim("KUEUE-PLAINPOD-003"):
+
+        def gone(pods: list[Obj]) -> bool:
+            return not [p for p in pods if p["metadata"]["name"] in both]
+
+        sc.wait_pods(gone, f"{_named(both)} terminated and gone after Workload {GROUP} was deleted")
+        sc.wait_objects("Workload", lambda wls: GROUP not in K.by_name(wls), f"Workload {GROUP}'s deletion complete")
