@@ -12,7 +12,7 @@ from typing import Any
 
 from kubernetes import client
 
-from .k8s import kueue_config
+from .k8s import manager_config
 from .k8s import predicates as P
 from .k8s.logs import deployment_log, file_size, json_log_records, json_records
 from .k8s.objects import API_VERSIONS, CLUSTER_SCOPED, CLUSTER_SCOPED_READ, Objects, gvp
@@ -129,7 +129,7 @@ class Scenario:
                     "`pod` integration: `lwsc down` and `lwsc up` again"
                 )
             return
-        listed, why = kueue_config.frameworks(self.api)
+        listed, why = manager_config.kueue_frameworks(self.api)
         if listed is None:
             pytest.skip(f"not-run: whether Kueue manages plain Pods here is unknown: {why}")
         if "pod" not in listed:

@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from ..k8s import manager_config
 from ..k8s.client import to_dict
 from ..profile import Topology
 
@@ -152,16 +152,10 @@ def _controller_gates(api: client.ApiClient, component: str) -> list[str]:
             for arg in [*(c.get("args") or []), *(c.get("command") or [])]:
                 if arg.startswith("--feature-gates="):
                     out.append(arg.split("=", 1)[1])
-    ns = COMPONENTS[component][0]
-    try:
-        cm = client.CoreV1Api(api).read_namespaced_config_map(f"{component}-manager-config", ns)
-        for text in (cm.data or {}).values():
-            doc = yaml.safe_load(text) or {}
-            gates = doc.get("featureGates") if isinstance(doc, dict) else None
-            if gates:
-                out.append(",".join(f"{k}={v}" for k, v in sorted(gates.items())))
-    except (ApiException, yaml.YAMLError):
-        pass
+    config, _why = manager_config.read(api, COMPONENTS[component][0], f"{component}-manager-config")
+    gates = (config or {}).get("featureGates")
+    if gates:
+        out.append(",".join(f"{k}={v}" for k, v in sorted(gates.items())))
     return out
 
 
