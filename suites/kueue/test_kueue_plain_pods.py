@@ -115,13 +115,16 @@ def test_pod_with_queue_name_is_gated_until_admitted(
         with claim("KUEUE-PLAINPOD-001"):
             missing = _marked(stored)
             assert not missing, f"Pod solo, created with queue-name {K.QUEUE}, was stored without: {missing}"
+        name = ""  # the Workload's name, once one is seen
         with claim("KUEUE-PLAINPOD-001"):
             wl = sc.wait_objects("Workload", _workload_owned_by(uid), "a Workload owned by Pod solo")
+            name = wl["metadata"]["name"]
+        with claim("KUEUE-PLAINPOD-001"):
             escaped = sc.observe_pods(_escaped({"solo"}), K.OBSERVE_SECONDS)
             assert escaped is None, f"Pod solo ran although its ClusterQueue has no quota: {escaped}"
-            name = wl["metadata"]["name"]
-            K.set_quota(sc, unique, ROOMY)
-            sc.wait_objects("Workload", _admitted(_workload_named(name)), f"Workload {name} Admitted")
+        K.set_quota(sc, unique, ROOMY)
+        with claim("KUEUE-PLAINPOD-001"):
+            sc.wait_objects("Workload", _admitted(_workload_owned_by(uid)), "the Workload owned by Pod solo Admitted")
             sc.wait_pods(_running({"solo"}), "Pod solo ungated and Ready")
     with claim("KUEUE-PLAINPOD-001"):
         events = saved(tl, artifact_dir(tmp_path), "plain-pod")
@@ -145,15 +148,18 @@ def test_pod_group_is_admitted_as_one_unit(scenario: Scenario, unique: str, clai
         with claim("KUEUE-PLAINPOD-002"):
             early = sc.observe_objects("Workload", _workload_named(GROUP), K.OBSERVE_SECONDS)
             assert early is None, f"Workload {GROUP} built from 1 of the group's 2 pods: {early}"
+        with claim("KUEUE-PLAINPOD-002"):
             escaped = sc.observe_pods(_escaped(first), K.OBSERVE_SECONDS)
             assert escaped is None, f"the group's first pod ran before the group was whole: {escaped}"
         _create(sc, workloads.plain_pod("second", queue=K.QUEUE, group=GROUP, total=2))
         with claim("KUEUE-PLAINPOD-002"):
             wl = sc.wait_objects("Workload", _workload_named(GROUP), f"Workload {GROUP}, named after the pod group")
             assert _count(wl) == 2, f"Workload {GROUP} counts {_count(wl)} pods in {wl['spec'].get('podSets')}, not 2"
+        with claim("KUEUE-PLAINPOD-002"):
             escaped = sc.observe_pods(_escaped(both), K.OBSERVE_SECONDS)
             assert escaped is None, f"a pod of the group ran while its ClusterQueue had room for one pod: {escaped}"
-            K.set_quota(sc, unique, ROOMY)
+        K.set_quota(sc, unique, ROOMY)
+        with claim("KUEUE-PLAINPOD-002"):
             sc.wait_objects("Workload", _admitted(_workload_named(GROUP)), f"Workload {GROUP} Admitted")
             sc.wait_pods(_running(both), f"{_named(both)} ungated and Ready")
     with claim("KUEUE-PLAINPOD-002"):
