@@ -50,10 +50,17 @@ QUEUE = "lq"  # LocalQueue name in the test namespace (never `default`: that cap
 
 
 def plain_queue(
-    scenario: Scenario, unique: str, quota: dict[str, str], *, preemption: bool = False, queue: str = QUEUE
+    scenario: Scenario,
+    unique: str,
+    quota: dict[str, str],
+    *,
+    preemption: bool = False,
+    queue: str = QUEUE,
+    node_labels: dict[str, str] | None = None,
 ) -> str:
-    """ResourceFlavor (no node labels) + ClusterQueue with `quota` + LocalQueue; returns the queue name."""
-    scenario.create(workloads.resource_flavor(f"{unique}-rf"))
+    """ResourceFlavor (`node_labels`, none by default) + ClusterQueue with `quota` + LocalQueue;
+    returns the queue name."""
+    scenario.create(workloads.resource_flavor(f"{unique}-rf", node_labels))
     cq = workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", quota)
     if preemption:
         cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}

@@ -104,11 +104,15 @@ def test_pod_with_queue_name_is_gated_until_admitted(
 ) -> None:
     """A Pod labelled with a LocalQueue whose ClusterQueue has no quota is stored managed (label,
     gate, finalizer), gets a Workload of its own and stays unscheduled over a window; once the
-    quota is raised its Workload is Admitted and the Pod ungated and Ready, and in the watch stream
-    it never left the gate before the Admitted write."""
+    quota is raised its Workload is Admitted and the Pod ungated and Ready with its flavor's
+    nodeLabels (the last block; every block has room for it) in its nodeSelector, on a node of
+    that block, and in the watch stream it never left the gate before the Admitted write."""
     sc = scenario
     sc.require_kueue_plain_pods()
-    K.plain_queue(sc, unique, {"cpu": "0", "memory": "0"})
+    nodes, key = sc.node_labels(), sc.cluster.topology.block_label
+    block = max(labels[key] for labels in nodes.values() if key in labels)
+    flavor = {key: block}
+    K.plain_queue(sc, unique, {"cpu": "0", "memory": "0"}, node_labels=flavor)
     with record(sc.api, sc.namespace, workloads=True) as tl:
         stored = _create(sc, workloads.plain_pod("solo", queue=K.QUEUE))
         uid = stored["metadata"]["uid"]
@@ -125,7 +129,11 @@ def test_pod_with_queue_name_is_gated_until_admitted(
         K.set_quota(sc, unique, ROOMY)
         with claim("KUEUE-PLAINPOD-001"):
             sc.wait_objects("Workload", _admitted(_workload_owned_by(uid)), "the Workload owned by Pod solo Admitted")
-            sc.wait_pods(_running({"solo"}), "Pod solo ungated and Ready")
+            (pod,) = sc.wait_pods(_running({"solo"}), "Pod solo ungated and Ready")
+            selector = pod["spec"].get("nodeSelector") or {}
+            assert selector.get(key) == block, f"Pod solo runs with nodeSelector {selector}, not its flavor's {flavor}"
+            node = pod["spec"].get("nodeName")
+            assert nodes.get(node, {}).get(key) == block, f"Pod solo runs on {node}, outside its flavor's {flavor}"
     with claim("KUEUE-PLAINPOD-001"):
         events = saved(tl, artifact_dir(tmp_path), "plain-pod")
         wrong = history.gated_until_admitted(events, lambda s: s.get("name") == "solo", "Pod solo", name)
