@@ -141,12 +141,15 @@ def test_pod_with_queue_name_is_gated_until_admitted(
 
 
 @pytest.mark.requirement("KUEUE-PLAINPOD-002")
+@pytest.mark.requirement("KUEUE-PLAINPOD-004")
 def test_pod_group_is_admitted_as_one_unit(scenario: Scenario, unique: str, claim: Claims, tmp_path: Path) -> None:
     """Pod group `sample-group` of 2 on a ClusterQueue with room for one pod. The first pod alone
     gets no Workload and stays held over a window (one pod would fit); with the second, one
     Workload named after the group counts both, and neither pod starts over a window; the quota
-    raised, the Workload is Admitted and both pods run, neither ungated before the Admitted write
-    (watch stream)."""
+    raised, the Workload is Admitted and the group runs, no pod ungated before the Admitted write
+    (watch stream) (002). Before that, the still-gated pod `second` is deleted and `third` created
+    in its place: `second` is finalized and goes, `third` is kept, owns the Workload and runs with
+    `first` (004)."""
     sc = scenario
     sc.require_kueue_plain_pods()
     K.plain_queue(sc, unique, ROOM_FOR_ONE)
@@ -166,13 +169,31 @@ def test_pod_group_is_admitted_as_one_unit(scenario: Scenario, unique: str, clai
         with claim("KUEUE-PLAINPOD-002"):
             escaped = sc.observe_pods(_escaped(both), K.OBSERVE_SECONDS)
             assert escaped is None, f"a pod of the group ran while its ClusterQueue had room for one pod: {escaped}"
+        sc.core.delete_namespaced_pod("second", sc.namespace)
+        third = _create(sc, workloads.plain_pod("third", queue=K.QUEUE, group=GROUP, total=2))
+        kept = {"first", "third"}
+        with claim("KUEUE-PLAINPOD-004"):
+            sc.wait_pods(
+                lambda pods: {p["metadata"]["name"] for p in pods} == kept,
+                "the deleted pod second finalized and gone, the replacement third kept beside first",
+            )
+            owner = sc.wait_objects(
+                "Workload",
+                _workload_owned_by(third["metadata"]["uid"]),
+                f"the replacement pod third an owner of Workload {GROUP}",
+            )
+            assert owner["metadata"]["name"] == GROUP, (
+                f"pod third owns Workload {owner['metadata']['name']}, not {GROUP}"
+            )
         K.set_quota(sc, unique, ROOMY)
         with claim("KUEUE-PLAINPOD-002"):
             sc.wait_objects("Workload", _admitted(_workload_named(GROUP)), f"Workload {GROUP} Admitted")
-            sc.wait_pods(_running(both), f"{_named(both)} ungated and Ready")
+        with claim("KUEUE-PLAINPOD-004"):
+            sc.wait_pods(_running(kept), f"{_named(kept)} (the replacement among them) ungated and Ready")
     with claim("KUEUE-PLAINPOD-002"):
         events = saved(tl, artifact_dir(tmp_path), "pod-group")
-        wrong = history.gated_until_admitted(events, lambda s: s.get("name") in both, f"group {GROUP}", GROUP)
+        group = both | kept
+        wrong = history.gated_until_admitted(events, lambda s: s.get("name") in group, f"group {GROUP}", GROUP)
         assert not wrong, f"pods of group {GROUP} not gated until admitted: {wrong}"
 
 
