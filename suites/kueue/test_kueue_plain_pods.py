@@ -2,7 +2,7 @@
 
 Why: the LWS integration admits every LWS group through the same pod webhook, gate and pod-group
 Workloads; plain Pods and Pod groups are that machinery's own documented use, and its regressions
-(the gate not set, a group's Workload never built, a deleted group's Workload kept) show there
+(the gate not set, a group's Workload never built, a replacement pod dropped) show there
 first. Needs a Kueue whose configuration lists the `pod` integration, as Kueue's release
 configuration does (`Scenario.require_kueue_plain_pods`).
 """
