@@ -956,6 +956,7 @@ FIRST_VIOLATIONS = {  # per recorded timeline, each invariant's first violation:
     "ds-kep-v0.9.0.timeline.json": {"completion": (170, "DELETED ControllerRevision/kep-52d27390-prefill-76ff47fcb8")},
     "ds-three-roles-v0.9.0.timeline.json": {"completion": (247, "DELETED Pod/tri-2c37bf76-prefill-0-1")},
     "default-queue-v0.17.0.timeline.json": {},  # Kueue's default LocalQueue, no rollout (test_default_queue_recording)
+    "pod-group-v0.17.0.timeline.json": {},  # a plain Pod group, no LWS (test_pod_group_recording)
     # ROLL-FAULT-003 on kind, its unready worker Ready again before the update moved
     # (test_rollout_precondition): no invariant is violated
     "kind-unhealthy-group-ready-again.timeline.json": {},
