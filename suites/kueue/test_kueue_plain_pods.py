@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from lws_conformance.testing import Claims, Scenario, artifact_dir, history, record, saved, to_dict, workloads
 from lws_conformance.testing import predicates as P
@@ -25,10 +26,34 @@ MANAGED = "kueue.x-k8s.io/managed"
 ROOM_FOR_ONE = {"cpu": "150m", "memory": "1Gi"}  # the template's pod requests 100m: one fits, two do not
 ROOMY = {"cpu": "2", "memory": "2Gi"}
 GROUP = "sample-group"  # the page's example name; one group per test namespace
+OWNER_WARNING = "pod owner is managed by kueue"  # the pod webhook's warning (pod_webhook.go L267)
 
 
 def _create(sc: Scenario, pod: Obj) -> Obj:
-    return to_dict(sc.api, sc.core.create_namespaced_pod(sc.namespace, pod))
+    return _answered(sc, pod)[0]
+
+
+def _answered(sc: Scenario, pod: Obj, dry_run: bool = False) -> tuple[Obj, str]:
+    """The Pod as stored (or as it would be, `dry_run`) and the Warning header of the answer."""
+    opts = {"dry_run": "All"} if dry_run else {}
+    out, _status, headers = sc.core.create_namespaced_pod_with_http_info(sc.namespace, pod, **opts)
+    return to_dict(sc.api, out), str((headers or {}).get("Warning") or "")
+
+
+def _owned_by_a_job(sc: Scenario) -> Obj:
+    """A Pod carrying Kueue's managed label whose controller is a Job (suspended, in no queue:
+    Kueue leaves it alone): the one case Kueue's pod webhook warns about."""
+    spec = workloads.plain_pod("owned", queue=K.QUEUE)["spec"]
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "owner"},
+        "spec": {"suspend": True, "template": {"spec": spec}},
+    }
+    uid = client.BatchV1Api(sc.api).create_namespaced_job(sc.namespace, job).metadata.uid
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "owner", "uid": uid, "controller": True}
+    meta = {"name": "owned", "labels": {MANAGED: "true"}, "ownerReferences": [owner]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {**spec, "nodeSelector": workloads.NOWHERE}}
 
 
 def _named(names: set[str]) -> str:
@@ -99,6 +124,7 @@ def _marked(pod: Obj) -> list[str]:
 
 
 @pytest.mark.requirement("KUEUE-PLAINPOD-001")
+@pytest.mark.requirement("KUEUE-PLAINPOD-005")
 def test_pod_with_queue_name_is_gated_until_admitted(
     scenario: Scenario, unique: str, claim: Claims, tmp_path: Path
 ) -> None:
@@ -106,7 +132,9 @@ def test_pod_with_queue_name_is_gated_until_admitted(
     gate, finalizer), gets a Workload of its own and stays unscheduled over a window; once the
     quota is raised its Workload is Admitted and the Pod ungated and Ready with its flavor's
     nodeLabels (the last block; every block has room for it) in its nodeSelector, on a node of
-    that block, and in the watch stream it never left the gate before the Admitted write."""
+    that block, and in the watch stream it never left the gate before the Admitted write (001).
+    Kueue's answer to its creation carries no warning about a Kueue-managed owner (it has none),
+    while a Pod with the managed label whose controller is a Job is answered with one (005)."""
     sc = scenario
     sc.require_kueue_plain_pods()
     nodes, key = sc.node_labels(), sc.cluster.topology.block_label
@@ -114,11 +142,18 @@ def test_pod_with_queue_name_is_gated_until_admitted(
     flavor = {key: block}
     K.plain_queue(sc, unique, {"cpu": "0", "memory": "0"}, node_labels=flavor)
     with record(sc.api, sc.namespace, workloads=True) as tl:
-        stored = _create(sc, workloads.plain_pod("solo", queue=K.QUEUE))
+        stored, warning = _answered(sc, workloads.plain_pod("solo", queue=K.QUEUE))
         uid = stored["metadata"]["uid"]
         with claim("KUEUE-PLAINPOD-001"):
             missing = _marked(stored)
             assert not missing, f"Pod solo, created with queue-name {K.QUEUE}, was stored without: {missing}"
+        with claim("KUEUE-PLAINPOD-005"):
+            assert OWNER_WARNING not in warning, f"Pod solo (no owner) was created with the warning {warning!r}"
+            _pod, owned_warning = _answered(sc, _owned_by_a_job(sc), dry_run=True)
+            assert OWNER_WARNING in owned_warning, (
+                f"Pod owned (label {MANAGED}=true, controller a Job) was answered with Warning {owned_warning!r}, "
+                f"not one saying {OWNER_WARNING!r}"
+            )
         name = ""  # the Workload's name, once one is seen
         with claim("KUEUE-PLAINPOD-001"):
             wl = sc.wait_objects("Workload", _workload_owned_by(uid), "a Workload owned by Pod solo")
