@@ -56,7 +56,7 @@ RULES: list[tuple[str, list[str], list[str]]] = [
     ("", ["events"], READ),
     ("events.k8s.io", ["events"], READ),  # the restart-policy tests read container restarts from events
     ("", ["nodes"], READ),  # topology labels, capacity (preflight)
-    ("", ["configmaps"], ["get"]),  # preflight: the controllers' manager config (feature gates)
+    ("", ["configmaps"], ["get"]),  # the controllers' manager config: feature gates (preflight), Kueue's integrations
     ("apps", ["statefulsets"], ["get", "list", "watch", "delete"]),  # self-healing deletes one
     ("apps", ["controllerrevisions"], READ),
     ("apps", ["deployments"], READ),  # preflight: controller images (versions)
