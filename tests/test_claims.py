@@ -13,7 +13,8 @@ from lws_conformance.cli import _exit_code
 
 PAIRING = (
     "invariant 'condition-pairing' violated at event #3 (seq 3, t=1.000s, MODIFIED LeaderWorkerSet/x): "
-    "UpdateInProgress=True without Progressing=True: {'Progressing': 'False'}; lasted 1 status write(s), "
+    "UpdateInProgress=True without Progressing=True at the update's first status write: {'Progressing': 'False'}; "
+    "lasted 1 status write(s), "
     "then paired at seq 9 [objects: LeaderWorkerSet/x]\ntimeline: /tmp/x.timeline.json\npicture: /tmp/x.svg"
 )
 

@@ -663,6 +663,25 @@ def test_two_separate_violations_of_one_invariant_are_two() -> None:
     assert all(
         v.message.endswith(f"; lasted 1 status write(s), then paired at seq {s.events[v.index + 1].seq}") for v in found
     )
+    assert all("at the update's first status write" in v.message for v in found)
+
+
+def test_condition_pairing_says_where_in_the_update_the_stretch_began() -> None:
+    """The pair written, then lost within the same update: no longer the update's first write.
+    An update that finishes in the write after the unpaired one: ended, not paired."""
+    s = created(2)
+    s.lws(spec={"template": "t2"})
+    s.settle_status(2, 0, {"Available": "False", "UpdateInProgress": "True", "Progressing": "True"})
+    s.settle_status(2, 1, {"Progressing": "False"})
+    s.settle_status(2, 2, {"Available": "True", "UpdateInProgress": "False"})
+    (v,) = every(s.events, "condition-pairing")
+    assert "within an update" in v.message and v.message.endswith("then ended"), v.message
+    s = created(2)
+    s.lws(spec={"template": "t2"})
+    s.settle_status(2, 0, {"Available": "False", "UpdateInProgress": "True", "Progressing": "False"})
+    s.settle_status(2, 2, {"Available": "True", "UpdateInProgress": "False"})
+    (v,) = every(s.events, "condition-pairing")
+    assert "at the update's first status write" in v.message and v.message.endswith("then ended"), v.message
 
 
 def test_a_violation_lasting_several_events_is_one() -> None:

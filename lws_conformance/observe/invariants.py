@@ -529,21 +529,29 @@ def condition_pairing(events: Sequence[Event], lws: str | None = None) -> list[V
     controller writes with UpdateInProgress=True also has Progressing=True. One violation per
     stretch of consecutive status writes missing the pairing (LWS v0.9.0 misses it for exactly
     one write at the start of every update: the `||` in setConditions); each says how many
-    writes it lasted and whether a later status paired them."""
+    writes it lasted, whether a later status paired them (or ended the update) and whether it
+    began at the update's first status write (the previous current status without UpdateInProgress)."""
     name = "condition-pairing"
     found: list[Violation] = []
     first: Violation | None = None
     lasted = 0
+    was_updating = False  # the previous current status reported UpdateInProgress=True
     for st in replay(events, lws):
         ev = st.event
         assert ev is not None
         if ev.kind != "LeaderWorkerSet" or ev.type == "DELETED" or st.lws is None or not status_current(st.lws):
             continue
-        unpaired = condition(st.lws, "UpdateInProgress") == "True" and condition(st.lws, "Progressing") != "True"
+        updating = condition(st.lws, "UpdateInProgress") == "True"
+        unpaired = updating and condition(st.lws, "Progressing") != "True"
+        opens, was_updating = not was_updating, updating
         if first is None and unpaired:
             conds = (st.lws.get("status") or {}).get("conditions")
             ref = [f"LeaderWorkerSet/{st.lws['name']}"]
-            first, lasted = _violation(name, st, f"UpdateInProgress=True without Progressing=True: {conds}", ref), 0
+            at = "at the update's first status write" if opens else "within an update"
+            first, lasted = (
+                _violation(name, st, f"UpdateInProgress=True without Progressing=True {at}: {conds}", ref),
+                0,
+            )
         if first is not None:
             if unpaired:
                 lasted += 1
