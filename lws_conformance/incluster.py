@@ -58,6 +58,7 @@ RULES: list[tuple[str, list[str], list[str]]] = [
     ("", ["nodes"], READ),  # topology labels, capacity (preflight)
     ("", ["configmaps"], ["get"]),  # the controllers' manager config: feature gates (preflight), Kueue's integrations
     ("apps", ["statefulsets"], ["get", "list", "watch", "delete"]),  # self-healing deletes one
+    ("batch", ["jobs"], ["get", "create"]),  # a Job as a Pod's controller (KUEUE-PLAINPOD-005)
     ("apps", ["controllerrevisions"], READ),
     ("apps", ["deployments"], READ),  # preflight: controller images (versions)
     ("apiextensions.k8s.io", ["customresourcedefinitions"], ["get", "list"]),
