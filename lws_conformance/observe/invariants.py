@@ -548,10 +548,8 @@ def condition_pairing(events: Sequence[Event], lws: str | None = None) -> list[V
             conds = (st.lws.get("status") or {}).get("conditions")
             ref = [f"LeaderWorkerSet/{st.lws['name']}"]
             at = "at the update's first status write" if opens else "within an update"
-            first, lasted = (
-                _violation(name, st, f"UpdateInProgress=True without Progressing=True {at}: {conds}", ref),
-                0,
-            )
+            message = f"UpdateInProgress=True without Progressing=True {at}: {conds}"
+            first, lasted = _violation(name, st, message, ref), 0
         if first is not None:
             if unpaired:
                 lasted += 1

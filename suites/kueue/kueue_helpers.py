@@ -43,6 +43,8 @@ ADMISSION_SECONDS = 5.0
 
 GROUP_NAME = "kueue.x-k8s.io/pod-group-name"  # Kueue's pod-group label and annotation key
 
+MANAGED = "kueue.x-k8s.io/managed"  # the label (and finalizer) Kueue puts on the pods it manages
+
 QUEUE = "lq"  # LocalQueue name in the test namespace (never `default`: that captures unlabelled LWS)
 
 
@@ -236,20 +238,22 @@ def all_ready(replicas: int, size: int) -> Callable[[list[Obj]], list[Obj] | Non
     return check
 
 
+def escaped(pods: list[Obj], of: str = "") -> str | None:
+    """The first of `pods` that left Kueue's gate, was bound or ran (`of`: what it belongs to,
+    for the message), or None."""
+    for p in pods:
+        if not P.held(p):
+            gates = [g.get("name") for g in p["spec"].get("schedulingGates") or []]
+            return (
+                f"pod {p['metadata']['name']}{of} escaped: gates={gates} "
+                f"node={p['spec'].get('nodeName')} phase={(p.get('status') or {}).get('phase')}"
+            )
+    return None
+
+
 def leak(group_index: int) -> Callable[[list[Obj]], str | None]:
     """Violation for `observe`: a pod of `group_index` left the gate, was bound, or ran."""
-
-    def check(pods: list[Obj]) -> str | None:
-        for p in groups_of(pods).get(group_index, []):
-            if not P.held(p):
-                gates = [g.get("name") for g in p["spec"].get("schedulingGates") or []]
-                return (
-                    f"pod {p['metadata']['name']} of waiting group {group_index} escaped: gates={gates} "
-                    f"node={p['spec'].get('nodeName')} phase={(p.get('status') or {}).get('phase')}"
-                )
-        return None
-
-    return check
+    return lambda pods: escaped(groups_of(pods).get(group_index, []), f" of waiting group {group_index}")
 
 
 def node_labels(scenario: Scenario, pods: list[Obj], key: str) -> dict[str, str]:

@@ -38,7 +38,7 @@ from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
-MANAGED = "kueue.x-k8s.io/managed"  # the label Kueue puts on the pods it manages
+MANAGED = K.MANAGED
 
 
 def _quota(cluster: ClusterHandle, gpus: int) -> dict[str, str]:

@@ -22,7 +22,6 @@ from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
-MANAGED = "kueue.x-k8s.io/managed"
 ROOM_FOR_ONE = {"cpu": "150m", "memory": "1Gi"}  # the template's pod requests 100m: one fits, two do not
 ROOMY = {"cpu": "2", "memory": "2Gi"}
 GROUP = "sample-group"  # the page's example name; one group per test namespace
@@ -52,7 +51,7 @@ def _owned_by_a_job(sc: Scenario) -> Obj:
     }
     uid = client.BatchV1Api(sc.api).create_namespaced_job(sc.namespace, job).metadata.uid
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "owner", "uid": uid, "controller": True}
-    meta = {"name": "owned", "labels": {MANAGED: "true"}, "ownerReferences": [owner]}
+    meta = {"name": "owned", "labels": {K.MANAGED: "true"}, "ownerReferences": [owner]}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {**spec, "nodeSelector": workloads.NOWHERE}}
 
 
@@ -62,27 +61,7 @@ def _named(names: set[str]) -> str:
 
 def _escaped(names: set[str]) -> Any:
     """Violation for `observe_pods`: one of `names` left the gate, was bound or ran."""
-
-    def check(pods: list[Obj]) -> str | None:
-        for p in pods:
-            if p["metadata"]["name"] in names and not P.held(p):
-                gates = [g.get("name") for g in p["spec"].get("schedulingGates") or []]
-                phase = (p.get("status") or {}).get("phase")
-                return (
-                    f"pod {p['metadata']['name']} escaped: gates={gates} node={p['spec'].get('nodeName')} phase={phase}"
-                )
-        return None
-
-    return check
-
-
-def _running(names: set[str]) -> Any:
-    def check(pods: list[Obj]) -> list[Obj] | None:
-        got = [p for p in pods if p["metadata"]["name"] in names]
-        whole = len(got) == len(names) and all(P.pod_ready(p) and not p["spec"].get("schedulingGates") for p in got)
-        return got if whole else None
-
-    return check
+    return lambda pods: K.escaped([p for p in pods if p["metadata"]["name"] in names])
 
 
 def _workload_named(name: str) -> Any:
@@ -114,12 +93,12 @@ def _marked(pod: Obj) -> list[str]:
     """What the pod webhook left out of a managed Pod as stored (KEP-976's three marks)."""
     meta, spec = pod["metadata"], pod["spec"]
     out = []
-    if (meta.get("labels") or {}).get(MANAGED) != "true":
-        out.append(f"label {MANAGED}=true (labels {meta.get('labels')})")
+    if (meta.get("labels") or {}).get(K.MANAGED) != "true":
+        out.append(f"label {K.MANAGED}=true (labels {meta.get('labels')})")
     if not P.gated(pod):
         out.append(f"scheduling gate {P.ADMISSION_GATE} (gates {spec.get('schedulingGates')})")
-    if MANAGED not in (meta.get("finalizers") or []):
-        out.append(f"finalizer {MANAGED} (finalizers {meta.get('finalizers')})")
+    if K.MANAGED not in (meta.get("finalizers") or []):
+        out.append(f"finalizer {K.MANAGED} (finalizers {meta.get('finalizers')})")
     return out
 
 
@@ -151,7 +130,7 @@ def test_pod_with_queue_name_is_gated_until_admitted(
             assert OWNER_WARNING not in warning, f"Pod solo (no owner) was created with the warning {warning!r}"
             _pod, owned_warning = _answered(sc, _owned_by_a_job(sc), dry_run=True)
             assert OWNER_WARNING in owned_warning, (
-                f"Pod owned (label {MANAGED}=true, controller a Job) was answered with Warning {owned_warning!r}, "
+                f"Pod owned (label {K.MANAGED}=true, controller a Job) was answered with Warning {owned_warning!r}, "
                 f"not one saying {OWNER_WARNING!r}"
             )
         name = ""  # the Workload's name, once one is seen
@@ -164,7 +143,7 @@ def test_pod_with_queue_name_is_gated_until_admitted(
         K.set_quota(sc, unique, ROOMY)
         with claim("KUEUE-PLAINPOD-001"):
             sc.wait_objects("Workload", _admitted(_workload_owned_by(uid)), "the Workload owned by Pod solo Admitted")
-            (pod,) = sc.wait_pods(_running({"solo"}), "Pod solo ungated and Ready")
+            (pod,) = sc.wait_pods(P.ready_exactly({"solo"}), "Pod solo ungated and Ready")
             selector = pod["spec"].get("nodeSelector") or {}
             assert selector.get(key) == block, f"Pod solo runs with nodeSelector {selector}, not its flavor's {flavor}"
             node = pod["spec"].get("nodeName")
@@ -224,7 +203,7 @@ def test_pod_group_is_admitted_as_one_unit(scenario: Scenario, unique: str, clai
         with claim("KUEUE-PLAINPOD-002"):
             sc.wait_objects("Workload", _admitted(_workload_named(GROUP)), f"Workload {GROUP} Admitted")
         with claim("KUEUE-PLAINPOD-004"):
-            sc.wait_pods(_running(kept), f"{_named(kept)} (the replacement among them) ungated and Ready")
+            sc.wait_pods(P.ready_exactly(kept), f"{_named(kept)} (the replacement among them) ungated and Ready")
     with claim("KUEUE-PLAINPOD-002"):
         events = saved(tl, artifact_dir(tmp_path), "pod-group")
         group = both | kept
@@ -243,7 +222,7 @@ def test_deleting_a_pod_groups_workload_terminates_its_pods(scenario: Scenario, 
     for name in sorted(both):
         _create(sc, workloads.plain_pod(name, queue=K.QUEUE, group=GROUP, total=2))
     sc.wait_objects("Workload", _admitted(_workload_named(GROUP)), f"Workload {GROUP} Admitted")
-    sc.wait_pods(_running(both), f"{_named(both)} ungated and Ready")
+    sc.wait_pods(P.ready_exactly(both), f"{_named(both)} ungated and Ready")
     sc.custom.delete_namespaced_custom_object(
         workloads.KUEUE_GROUP, workloads.KUEUE_VERSION, sc.namespace, "workloads", GROUP
     )
