@@ -40,16 +40,20 @@ def _answered(sc: Scenario, pod: Obj, dry_run: bool = False) -> tuple[Obj, str]:
 
 
 def _owned_by_a_job(sc: Scenario) -> Obj:
-    """A Pod carrying Kueue's managed label whose controller is a Job (suspended, in no queue:
-    Kueue leaves it alone): the one case Kueue's pod webhook warns about."""
+    """A Pod carrying Kueue's managed label whose controller is a Job: the one case Kueue's pod
+    webhook warns about. The Job names a LocalQueue that does not exist, so Kueue builds its
+    Workload and never admits it (the Job stays suspended, no pod of its own); that Workload is
+    awaited, since the webhook looks the owner up in Kueue's cache and refuses a Pod whose owner it
+    has not seen yet."""
     spec = workloads.plain_pod("owned", queue=K.QUEUE)["spec"]
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": "owner"},
+        "metadata": {"name": "owner", "labels": {workloads.QUEUE_LABEL: "absent"}},
         "spec": {"suspend": True, "template": {"spec": spec}},
     }
     uid = client.BatchV1Api(sc.api).create_namespaced_job(sc.namespace, job).metadata.uid
+    K.wait_workloads(sc, uid, lambda wls: wls or None, "the Workload Kueue builds for Job owner (Kueue has seen it)")
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "owner", "uid": uid, "controller": True}
     meta = {"name": "owned", "labels": {K.MANAGED: "true"}, "ownerReferences": [owner]}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {**spec, "nodeSelector": workloads.NOWHERE}}
@@ -126,9 +130,10 @@ def test_pod_with_queue_name_is_gated_until_admitted(
         with claim("KUEUE-PLAINPOD-001"):
             missing = _marked(stored)
             assert not missing, f"Pod solo, created with queue-name {K.QUEUE}, was stored without: {missing}"
+        owned = _owned_by_a_job(sc)
         with claim("KUEUE-PLAINPOD-005"):
             assert OWNER_WARNING not in warning, f"Pod solo (no owner) was created with the warning {warning!r}"
-            _pod, owned_warning = _answered(sc, _owned_by_a_job(sc), dry_run=True)
+            _pod, owned_warning = _answered(sc, owned, dry_run=True)
             assert OWNER_WARNING in owned_warning, (
                 f"Pod owned (label {K.MANAGED}=true, controller a Job) was answered with Warning {owned_warning!r}, "
                 f"not one saying {OWNER_WARNING!r}"
