@@ -107,11 +107,17 @@ def roomy(t: Topology) -> dict[str, str]:
     return {"cpu": "1000", "memory": "10000Gi", t.gpu_resource: str(t.nodes * t.gpus_per_node * 4)}
 
 
-# Tests whose group fills a whole rack take turns (`@pytest.mark.exclusive(WHOLE_RACK)`): each test's
-# TAS flavor is its own, and a flavor's TAS cache counts only its own Workloads, so two such groups
-# admitted at once can both be given the same free rack (seen: one of them then never schedules).
+# Every test that places pods through a TAS flavor of its own over the cluster's shared nodes
+# (`tas_queue`) takes turns with the others (`@pytest.mark.exclusive(SHARED_NODES_TAS)`;
+# tests/test_suite_isolation.py checks each one carries it). A flavor's TAS cache counts its own
+# Workloads and the pods Kueue does not place by topology, never another flavor's TAS pods (Kueue
+# v0.17.0 pkg/controller/tas/non_tas_usage_controller.go, filterPod), so two tests' flavors can
+# give the same free GPUs to both groups, and one group then never schedules: a failure of the
+# harness's sharing, not of Kueue (seen: KUEUE-SEED-002's last worker Pending with "Insufficient
+# nvidia.com/gpu" on its assigned node while KUEUE-TAS-010's rack-filling group ran beside it, run
+# 20261207-005338). Tests on Nodes of their own (`SLOTS` flavors) need no turn.
 
-WHOLE_RACK = "whole-rack"
+SHARED_NODES_TAS = "tas-on-shared-nodes"
 
 
 def rack_of_ranked_workers(cluster: ClusterHandle, name: str) -> tuple[Obj, int]:

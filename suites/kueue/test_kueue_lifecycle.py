@@ -358,6 +358,7 @@ def _charged(wl: Obj, gpu: str) -> int:
 # -- size-1 groups -----------------------------------------------------------------------------
 @pytest.mark.requirement("KUEUE-SINGLE-001")
 @pytest.mark.parametrize("flavor", ["plain", "tas"])
+@pytest.mark.exclusive(K.SHARED_NODES_TAS)
 def test_size_one_groups_are_admitted_one_pod_per_workload(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, flavor: str
 ) -> None:

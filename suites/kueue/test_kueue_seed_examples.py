@@ -91,6 +91,7 @@ def test_seed_plain_example_admits_and_scales_group_by_group(
 
 
 @pytest.mark.requirement("KUEUE-SEED-002")
+@pytest.mark.exclusive(K.SHARED_NODES_TAS)
 def test_seed_rack_example_colocates_each_replica_in_one_rack(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
 ) -> None:

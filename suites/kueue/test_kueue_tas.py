@@ -68,6 +68,7 @@ def _half_node_cpu(cluster: ClusterHandle) -> str:
 
 
 @pytest.mark.requirement("KUEUE-TAS-001")
+@pytest.mark.exclusive(K.SHARED_NODES_TAS)
 def test_required_rack_colocates_each_group_not_all_groups(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
 ) -> None:
@@ -107,6 +108,7 @@ def test_required_rack_colocates_each_group_not_all_groups(
 
 
 @pytest.mark.requirement("KUEUE-TAS-002")
+@pytest.mark.exclusive(K.SHARED_NODES_TAS)
 def test_preferred_rack_prefers_but_does_not_require(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
 ) -> None:
@@ -130,6 +132,7 @@ def test_preferred_rack_prefers_but_does_not_require(
 
 
 @pytest.mark.requirement("KUEUE-TAS-003")
+@pytest.mark.exclusive(K.SHARED_NODES_TAS)
 def test_required_rack_group_too_large_stays_pending_not_split(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str
 ) -> None:
@@ -154,6 +157,7 @@ def test_required_rack_group_too_large_stays_pending_not_split(
 
 
 @pytest.mark.requirement("KUEUE-TAS-004")
+@pytest.mark.exclusive(K.SHARED_NODES_TAS)
 def test_gpu_requests_count_against_rack_capacity(scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str) -> None:
     """A group asking for more GPUs than a rack has (topology.gpus_per_rack) never runs; the same
     group without GPUs is admitted into one rack, so GPUs are what blocks it, not quota or shape."""
@@ -816,7 +820,7 @@ def test_leader_placed_on_the_one_host_with_its_resource(
 
 
 @pytest.mark.requirement("KUEUE-TAS-010")
-@pytest.mark.exclusive(K.WHOLE_RACK)
+@pytest.mark.exclusive(K.SHARED_NODES_TAS)
 def test_replaced_workers_are_ungated_every_time(scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str) -> None:
     """Workers exactly filling one required rack, restartPolicy None: two workers (the lowest and
     the highest index) deleted one after the other. Each replacement is created behind Kueue's

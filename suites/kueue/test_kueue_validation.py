@@ -102,7 +102,7 @@ def test_queue_name_change_on_running_lws_is_rejected(
 
 
 @pytest.mark.requirement("KUEUE-TAS-005")
-@pytest.mark.exclusive(K.WHOLE_RACK)
+@pytest.mark.exclusive(K.SHARED_NODES_TAS)
 @pytest.mark.requirement("KUEUE-TAS-009")
 def test_tas_places_workers_in_rank_order_within_the_rack(
     scenario: Scenario, lwsc_cluster: ClusterHandle, unique: str, claim: Claims
