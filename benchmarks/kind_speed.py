@@ -4,6 +4,8 @@ Run one round (a tree is a checkout of the harness, e.g. `git worktree add /tmp/
     .venv/bin/python benchmarks/kind_speed.py run --tree DIR --label base [--name kspeed] [-n 3] [-- lwsc run args]
 Render the rounds (alternate the trees' rounds in one sitting, same machine):
     .venv/bin/python benchmarks/kind_speed.py render OUT_STEM ROUND.json [ROUND.json ...]
+Where the suites' time goes, run directories side by side (a kind run's and a local run's):
+    .venv/bin/python benchmarks/kind_speed.py where reports/RUN [reports/RUN ...]
 
 A round is `lwsc --profile kind --name NAME run -n N` started from the tree (its own
 `lws_conformance` imported: cwd first on sys.path), under `nice -n 19`, its run directory and
@@ -15,6 +17,11 @@ ones included) and each program inside the nodes and of the run (`/proc`, sample
 last sample of each process), so the machine's other work is not counted. Each round also records
 the load average before and after, and every test's duration and requirement verdicts
 (`scripts/compare-runs` compares two rounds' run directories).
+
+`where` reads a run directory's own records: every test's allure steps (the test-seconds spent in
+the wait primitive's waits for a condition, in its "must never happen" windows, and in the rest of
+the test) and the per-test timelines (each recorded pod's latency from created to scheduled, from
+scheduled to Running, from Running to Ready, and from its deletion to its removal).
 """
 
 from __future__ import annotations
@@ -127,6 +134,119 @@ def phases(lines: list[str], name: str, start: float) -> dict[str, float]:
     return out
 
 
+def step_seconds(steps: list[dict[str, Any]], out: dict[str, float]) -> None:
+    """Add the seconds of the wait primitive's steps (`wait up to …`, `observe for …`) under
+    `steps` to out["wait"] and out["window"]; a wait's nested steps are inside its time."""
+    for step in steps or []:
+        name, seconds = step.get("name", ""), (step.get("stop", 0) - step.get("start", 0)) / 1000
+        if name.startswith("wait up to "):
+            out["wait"] = out.get("wait", 0.0) + seconds
+        elif name.startswith("observe for "):
+            out["window"] = out.get("window", 0.0) + seconds
+        else:
+            step_seconds(step.get("steps") or [], out)
+
+
+def pod_latencies(events: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Each recorded pod's lifecycle gaps (seconds) from a timeline's events."""
+    first: dict[str, dict[str, float]] = {}
+    for event in events:
+        if event.get("kind") != "Pod":
+            continue
+        obj, at = event["obj"], event["t"]
+        seen = first.setdefault(obj["uid"], {})
+        marks = {
+            "created": event["type"] == "ADDED",
+            "scheduled": bool(obj.get("node")),
+            "running": obj.get("phase") == "Running",
+            "ready": bool(obj.get("ready")),
+            "deleting": bool(obj.get("deleting")),
+            "gone": event["type"] == "DELETED",
+        }
+        for mark, hit in marks.items():
+            if hit:
+                seen.setdefault(mark, at)
+    gaps: dict[str, list[float]] = {}
+    for seen in first.values():
+        for label, (a, b) in GAPS.items():
+            if a in seen and b in seen:
+                gaps.setdefault(label, []).append(seen[b] - seen[a])
+    return gaps
+
+
+GAPS = {
+    "created → scheduled": ("created", "scheduled"),
+    "scheduled → Running": ("scheduled", "running"),
+    "Running → Ready": ("running", "ready"),
+    "deleted → gone": ("deleting", "gone"),
+}
+
+
+def ran(run_dir: Path) -> set[str]:
+    """The node ids of a run's tests that checked something (not every verdict not-run)."""
+    result = json.loads((run_dir / "results.json").read_text())
+    return {
+        r["nodeid"]
+        for r in result.get("results") or []
+        if any(o["verdict"] != "not-run" for o in r["outcomes"].values())
+    }
+
+
+def _nodeid(test: dict[str, Any]) -> str:
+    """An allure result's pytest node id (its fullName is `suites.lws.test_x#test_name`)."""
+    module = test.get("fullName", "").partition("#")[0]
+    return module.replace(".", "/") + ".py::" + test.get("name", "")
+
+
+def where(run_dir: Path, only: set[str] | None = None) -> dict[str, Any]:
+    """Where a run's test-seconds go (of the tests in `only`, if given), and its pods' lifecycle
+    latencies, from its run directory."""
+    result = json.loads((run_dir / "results.json").read_text())
+    seconds = {"tests": 0.0, "wait": 0.0, "window": 0.0}
+    counted = 0
+    for path in (run_dir / "allure-results").glob("*-result.json"):
+        test = json.loads(path.read_text())
+        if only is not None and _nodeid(test) not in only:
+            continue
+        counted += 1
+        seconds["tests"] += (test.get("stop", 0) - test.get("start", 0)) / 1000
+        step_seconds(test.get("steps") or [], seconds)
+    gaps: dict[str, list[float]] = {}
+    for path in (run_dir / "artifacts").glob("*.timeline.json"):
+        for label, values in pod_latencies(json.loads(path.read_text()).get("events") or []).items():
+            gaps.setdefault(label, []).extend(values)
+    return {
+        "run": run_dir.name,
+        "provider": result.get("provider", ""),
+        "tests": counted,
+        "test_seconds": {k: round(v, 1) for k, v in seconds.items()},
+        "pods": {label: _spread(values) for label, values in gaps.items()},
+    }
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "n": len(ordered),
+        "median": round(statistics.median(ordered), 2),
+        "p90": round(ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))], 2),
+    }
+
+
+def where_table(runs: list[dict[str, Any]]) -> list[str]:
+    md = ["| | " + " | ".join(f"{r['run']} ({r['provider']}, {r['tests']} tests)" for r in runs) + " |"]
+    md.append("|---|" + "---|" * len(runs))
+    for key, label in (("tests", "test-seconds"), ("wait", "in waits for a condition"), ("window", "in windows")):
+        md.append(f"| {label} | " + " | ".join(f"{r['test_seconds'][key]:,.0f}" for r in runs) + " |")
+    for gap in GAPS:
+        cells = []
+        for r in runs:
+            s = r["pods"].get(gap)
+            cells.append(f"{s['median']:.2f} / {s['p90']:.2f} ({s['n']})" if s else "—")
+        md.append(f"| pod {gap}, s: median / p90 (pods) | " + " | ".join(cells) + " |")
+    return md
+
+
 def run_round(args: argparse.Namespace) -> Path:
     tree = Path(args.tree).resolve()
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -230,9 +350,15 @@ def main() -> None:
     ren = sub.add_parser("render")
     ren.add_argument("stem", type=Path)
     ren.add_argument("rounds", nargs="+", type=Path)
+    whr = sub.add_parser("where")
+    whr.add_argument("runs", nargs="+", type=Path, help="run directories (reports/<run>)")
+    whr.add_argument("--all-tests", action="store_true", help="not only the tests that ran in every run")
     args = ap.parse_args()
     if args.cmd == "run":
         run_round(args)
+    elif args.cmd == "where":
+        only = None if args.all_tests else set.intersection(*(ran(p) for p in args.runs))
+        print("\n".join(where_table([where(p, only) for p in args.runs])))
     else:
         render(args.stem, [json.loads(p.read_text()) for p in args.rounds])
 
