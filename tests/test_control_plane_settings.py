@@ -1,4 +1,5 @@
-"""The local cluster's control-plane settings: Go GC per component, KCM's controllers, authorization."""
+"""The local cluster's control-plane settings: Go GC and threads per component, KCM's controllers,
+authorization."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from lws_conformance.profile import load_profile
-from lws_conformance.providers import boot
-from lws_conformance.providers.components import GO_GC, GO_MEMORY_LIMIT, ORDER, ClusterState
+from lws_conformance.providers import boot, components
+from lws_conformance.providers.components import GO_GC, GO_MEMORY_LIMIT, ORDER, ClusterState, go_procs
 from lws_conformance.toolchain import cache as bincache
 
 
@@ -17,17 +18,26 @@ def test_every_component_starts_with_the_go_gc_settings(tmp_path: Path, monkeypa
     monkeypatch.setenv("LWSC_STATE_DIR", str(tmp_path))
     monkeypatch.delenv("GOGC", raising=False)
     monkeypatch.delenv("GOMEMLIMIT", raising=False)
+    monkeypatch.delenv("GOMAXPROCS", raising=False)
+    monkeypatch.setattr(components, "usable_cores", lambda: 2.0)
     state = ClusterState(load_profile(), name="c1")
     for component in ORDER:
-        assert state.process_env(component) == {"GOGC": GO_GC, "GOMEMLIMIT": GO_MEMORY_LIMIT[component]}
+        want = {"GOGC": GO_GC, "GOMEMLIMIT": GO_MEMORY_LIMIT[component], "GOMAXPROCS": "1"}
+        assert state.process_env(component) == want
+
+
+def test_go_threads_are_limited_only_where_measured() -> None:
+    assert go_procs(1.0) == go_procs(2.0) == "1"
+    assert go_procs(2.5) == go_procs(8.0) == ""  # Go's default: not measured on more cores
 
 
 def test_gc_settings_in_lwscs_environment_win(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LWSC_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("GOGC", "100")
+    monkeypatch.setenv("GOMAXPROCS", "2")
     monkeypatch.delenv("GOMEMLIMIT", raising=False)
     env = ClusterState(load_profile(), name="c1").process_env("kube-apiserver")
-    assert env == {"GOMEMLIMIT": GO_MEMORY_LIMIT["kube-apiserver"]}  # GOGC=100 is inherited from lwsc's
+    assert env == {"GOMEMLIMIT": GO_MEMORY_LIMIT["kube-apiserver"]}  # GOGC and GOMAXPROCS inherited from lwsc's
 
 
 def test_coverage_env_still_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,6 +26,7 @@ from ..k8s.wait import scale
 from ..profile import Profile
 from ..toolchain import cache as bincache
 from ..toolchain import coverage_dir, covered, manifests_dir
+from ..worker_count import usable_cores
 from . import process
 
 ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "lws", "kueue")
@@ -59,6 +60,20 @@ GO_MEMORY_LIMIT = {
     "lws": "384MiB",
     "kueue": "512MiB",
 }
+
+# GOMAXPROCS 1 for every component where the run has at most two usable cores: seven Go programs
+# and the tests' workers share them, and each runtime left at its default runs as many threads as
+# there are cores. Measured on 2 cores (docs/performance.md): fewer CPU-seconds, the same wall time
+# and verdicts. Not measured on more cores, so Go's default there. A GOMAXPROCS in lwsc's own
+# environment wins.
+GO_PROCS_UP_TO_CORES = 2.0
+
+
+def go_procs(cores: float | None = None) -> str:
+    """GOMAXPROCS for the cluster's components: "1" on at most GO_PROCS_UP_TO_CORES usable cores,
+    else "" (Go's default)."""
+    return "1" if (usable_cores() if cores is None else cores) <= GO_PROCS_UP_TO_CORES else ""
+
 
 COVERAGE_MARK = "coverage"  # in the state directory: the GOCOVERDIR of its instrumented controllers
 COVERAGE_GRACE = 30.0  # seconds an instrumented controller gets to stop and write its counters
@@ -184,8 +199,9 @@ class ClusterState:
 
     def process_env(self, component: str, profile: Profile | None = None) -> dict[str, str]:
         """The environment `component` starts with beyond lwsc's own: its Go GC settings (`GO_GC`,
-        `GO_MEMORY_LIMIT`) unless lwsc's environment sets them, and `coverage_env`."""
-        go = {"GOGC": GO_GC, "GOMEMLIMIT": GO_MEMORY_LIMIT.get(component, "")}
+        `GO_MEMORY_LIMIT`) and threads (`go_procs`) unless lwsc's environment sets them, and
+        `coverage_env`."""
+        go = {"GOGC": GO_GC, "GOMEMLIMIT": GO_MEMORY_LIMIT.get(component, ""), "GOMAXPROCS": go_procs()}
         return {k: v for k, v in go.items() if v and k not in os.environ} | self.coverage_env(component, profile)
 
     def coverage_env(self, component: str, profile: Profile | None = None) -> dict[str, str]:
