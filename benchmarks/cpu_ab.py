@@ -193,6 +193,7 @@ def write(stem: Path, meta: dict[str, Any], runs: list[dict[str, Any]], labels: 
         "",
         "Variants: " + "; ".join(f"**{k}** = {d}" for k, d in meta["variants"].items()),
         "",
+        *([f"Both variants' runs with `{' '.join(meta['extra'])}`.", ""] if meta.get("extra") else []),
         "| variant | runs | CPU-seconds, median (range) | vs first variant (median ratio of the rounds) "
         "| wall, median | main cluster's peak RSS, median "
         "| load average during (range) | exits | verdicts differing from the first variant's in the round |",
@@ -252,6 +253,7 @@ def main() -> None:
         "machine": f"{platform.system()}, {os.cpu_count()} cores, "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB (shared)",
         "focus": args.focus,
+        "extra": args.extra,
         "workers": args.workers,
         "variants": {v.label: f"{v.commit()}" + (f" with {v.env}" if v.env else "") for v in variants},
     }
