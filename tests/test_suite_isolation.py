@@ -8,20 +8,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.test_suite_kit import calls
+
 SUITES = Path(__file__).resolve().parent.parent / "suites"
 MARK = "pytest.mark.exclusive(K.SHARED_NODES_TAS)"
 # The scale profile runs suites/scale alone, its tests one at a time (exclusive("scale")).
 ALONE = {"scale"}
-
-
-def _calls(fn: ast.AST, names: set[str]) -> bool:
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Call):
-            f = node.func
-            called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-            if called in names:
-                return True
-    return False
 
 
 def unmarked(source: str) -> list[str]:
@@ -29,11 +21,11 @@ def unmarked(source: str) -> list[str]:
     tree = ast.parse(source)
     funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     reaching = {"tas_queue"}
-    reaching |= {f.name for f in funcs if not f.name.startswith("test_") and _calls(f, reaching)}
+    reaching |= {f.name for f in funcs if not f.name.startswith("test_") and calls(f, reaching)}
     return [
         f.name
         for f in funcs
-        if f.name.startswith("test_") and _calls(f, reaching) and MARK not in {ast.unparse(d) for d in f.decorator_list}
+        if f.name.startswith("test_") and calls(f, reaching) and MARK not in {ast.unparse(d) for d in f.decorator_list}
     ]
 
 

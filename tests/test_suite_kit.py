@@ -83,12 +83,13 @@ def test_suites_are_packages() -> None:
     assert [str(d) for d in dirs if not (d / "__init__.py").is_file()] == []
 
 
-def _calls_scale(node: ast.AST) -> bool:
+def calls(node: ast.AST, names: set[str]) -> bool:
+    """Does `node` call a function or method named one of `names` anywhere inside it?"""
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
             func = sub.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if name in SCALE_NAMES:
+            if name in names:
                 return True
     return False
 
@@ -103,7 +104,7 @@ def scale_sites(tree: ast.Module) -> list[int]:
         for n in ast.walk(tree)
         if isinstance(n, ast.BinOp)
         and isinstance(n.op, ast.Mult | ast.Div)
-        and (_calls_scale(n.left) or _calls_scale(n.right))
+        and (calls(n.left, SCALE_NAMES) or calls(n.right, SCALE_NAMES))
     ]
     return sorted(imports + products)
 
