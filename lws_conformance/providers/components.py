@@ -63,9 +63,9 @@ GO_MEMORY_LIMIT = {
 
 # GOMAXPROCS 1 for every component where the run has at most two usable cores: seven Go programs
 # and the tests' workers share them, and each runtime left at its default runs as many threads as
-# there are cores. Measured on 2 cores (docs/performance.md): fewer CPU-seconds, the same wall time
-# and verdicts. Not measured on more cores, so Go's default there. A GOMAXPROCS in lwsc's own
-# environment wins.
+# there are cores. Measured on 2 cores (docs/performance.md): fewer CPU-seconds in every pair, the
+# wall time within the runs' own spread, the same verdicts. Not measured on more cores, so Go's
+# default there. A GOMAXPROCS in lwsc's own environment wins.
 GO_PROCS_UP_TO_CORES = 2.0
 
 
