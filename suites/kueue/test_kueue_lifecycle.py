@@ -38,7 +38,6 @@ from . import kueue_helpers as K
 
 pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
-MANAGED = K.MANAGED
 
 
 def _quota(cluster: ClusterHandle, gpus: int) -> dict[str, str]:
@@ -229,7 +228,7 @@ def test_restart_policy_none_replaces_only_the_deleted_pod_through_the_gate(
 
 # The finalizer Kueue's pod webhook puts on a pod it manages (pod/constants PodFinalizer, the same
 # string as the label) when SkipFinalizersForPodsSuspendedByParent is off or the pod has no parent.
-FINALIZER = MANAGED
+FINALIZER = K.MANAGED
 NO_SKIP = "SkipFinalizersForPodsSuspendedByParent"
 
 
@@ -540,7 +539,7 @@ def test_lws_without_queue_name_is_not_managed_by_default(scenario: Scenario, lw
 
     def check(pods: list[Obj]) -> Any:
         gated.update(p["metadata"]["name"] for p in pods if P.gated(p))
-        labelled.update(p["metadata"]["name"] for p in pods if (p["metadata"].get("labels") or {}).get(MANAGED))
+        labelled.update(p["metadata"]["name"] for p in pods if (p["metadata"].get("labels") or {}).get(K.MANAGED))
         return K.all_ready(replicas, size)(pods)
 
     scenario.wait_objects(
@@ -557,7 +556,7 @@ def test_lws_without_queue_name_is_not_managed_by_default(scenario: Scenario, lw
     if gated:
         problems.append(f"pods {sorted(gated)} of an LWS without a queue name were held by Kueue's admission gate")
     if labelled:
-        problems.append(f"pods {sorted(labelled)} of an LWS without a queue name were labelled {MANAGED}")
+        problems.append(f"pods {sorted(labelled)} of an LWS without a queue name were labelled {K.MANAGED}")
     if listing:
         problems.append(f"Kueue created Workloads {[w['metadata']['name'] for w in listing['items']]}")
     if problems:
