@@ -137,7 +137,8 @@ class Claims:
 
 # Set by the plugin for tests on a cluster it can check: given a phase's start and end
 # (time.time()), says why the cluster under test was broken then (a component process died, or
-# it was starved of CPU), or None. A failure while it is broken is `error`, not a verdict.
+# it was starved of CPU), or how another test's objects stood in the way, or None. A failure
+# while it is broken is `error`, not a verdict.
 INFRA_BROKEN = pytest.StashKey[Callable[[float, float], str | None]]()
 
 

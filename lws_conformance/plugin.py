@@ -406,15 +406,17 @@ def scenario(
     k8s: client.ApiClient, lwsc_cluster: ClusterHandle, namespace: str, objects: Objects, request: pytest.FixtureRequest
 ) -> Scenario:
     """The test's namespace, objects and self-explaining waits (see `lws_conformance.scenario`)."""
-    request.node.stash[claims.INFRA_BROKEN] = _infra_check(lwsc_cluster)
-    return Scenario(k8s, lwsc_cluster, namespace, objects, simulating=lambda: claims.mark_simulated(request.node))
+    sc = Scenario(k8s, lwsc_cluster, namespace, objects, simulating=lambda: claims.mark_simulated(request.node))
+    request.node.stash[claims.INFRA_BROKEN] = _infra_check(lwsc_cluster, sc)
+    return sc
 
 
-def _infra_check(handle: ClusterHandle) -> Callable[[float, float], str | None]:
+def _infra_check(handle: ClusterHandle, sc: Scenario) -> Callable[[float, float], str | None]:
     """The test's `claims.INFRA_BROKEN`: a dead component, or CPU starvation in the failed phase's
-    window; this worker's sampler watches the cluster from here on."""
+    window, or another test's objects in the way (`Scenario.interfered`); this worker's sampler
+    watches the cluster from here on."""
     sampler.of_process().watch(handle)
-    return lambda start, stop: health.broken(handle, start, stop)
+    return lambda start, stop: health.broken(handle, start, stop) or sc.interfered()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -646,9 +648,10 @@ def private_scenario(run_id: str, request: pytest.FixtureRequest) -> Iterator[Sc
         name = _create_namespace(api, run_id, request.node.nodeid)
         objects = Objects(api, run_id, name)
         request.node.stash[claims.RAN_ON] = claims.PRIVATE
+        sc = Scenario(api, handle, name, objects, simulating=lambda: claims.mark_simulated(request.node))
         # a component that died (not one the test stopped), or a starved cluster, makes its failures errors
-        request.node.stash[claims.INFRA_BROKEN] = _infra_check(handle)
-        yield Scenario(api, handle, name, objects, simulating=lambda: claims.mark_simulated(request.node))
+        request.node.stash[claims.INFRA_BROKEN] = _infra_check(handle, sc)
+        yield sc
         objects.delete_created()
         _delete_namespace(api, name)
         api.close()

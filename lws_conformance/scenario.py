@@ -64,12 +64,28 @@ class Scenario:
     simulating: Callable[[], None] | None = None
     # byte offset of each local controller's log when the test began: evidence reads from there
     log_offsets: dict[str, int] = field(default_factory=dict)
+    # checks a suite helper adds for what it shares with other tests: after a failure, each names
+    # how others' objects kept this test from a verdict, or returns None (`interfered`)
+    interference: list[Callable[[], str | None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         logs = getattr(self.cluster, "logs", None) or {}
         for component in ("lws", "kueue"):
             if component in logs and component not in self.log_offsets:
                 self.log_offsets[component] = file_size(logs[component])
+
+    def interfered(self) -> str | None:
+        """The first `interference` check's message (the plugin makes the failed test's
+        requirements read error with it), or None. A check that cannot read the cluster finds
+        nothing: the failure then stands as it is."""
+        for check in self.interference:
+            try:
+                found = check()
+            except Exception:  # noqa: BLE001 - evidence unreadable: no claim of interference
+                found = None
+            if found:
+                return found
+        return None
 
     # -- clients -------------------------------------------------------------------------
     @property

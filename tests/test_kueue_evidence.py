@@ -87,13 +87,13 @@ def _node(name: str, rack: str, gpus: int = 8, **spec: Any) -> Obj:
     }
 
 
-def _pod(name: str, gpus: int, node: str = "", pinned: str = "", phase: str = "Running") -> Obj:
+def _pod(name: str, gpus: int, node: str = "", pinned: str = "", phase: str = "Running", ns: str = "ns") -> Obj:
     spec: Obj = {"containers": [{"name": "c", "resources": {"requests": {GPU: str(gpus)}}}]}
     if node:
         spec["nodeName"] = node
     if pinned:
         spec["nodeSelector"] = {T.hostname_label: pinned}
-    return {"metadata": {"name": name}, "spec": spec, "status": {"phase": phase}}
+    return {"metadata": {"name": name, "namespace": ns}, "spec": spec, "status": {"phase": phase}}
 
 
 def test_rack_capacity_counts_only_the_nodes_tas_counts() -> None:
@@ -117,6 +117,68 @@ def test_rack_capacity_subtracts_bound_and_pinned_pods_not_finished() -> None:
         _pod("n2", 4, node="n2"),
     ]
     assert E.rack_capacity(nodes, pods, T, FLAVOR, GPU) == {"r1": 3}
+
+
+# -- TAS's assigned GPUs taken by another namespace's pods -------------------------------------
+RESERVED = {"wl-0": 1_000_000.0}  # group wl-0's Workload reserved quota at 1970-01-12T13:46:40Z
+
+
+def _waiting(name: str, gpus: int, node: str, group: str = "wl-0") -> Obj:
+    pod = _pod(name, gpus, pinned=node, phase="Pending")
+    pod["metadata"]["labels"] = {E.GROUP_NAME: group}
+    return pod
+
+
+def _other(name: str, gpus: int, node: str = "n1", bound: str | None = "13:46:40", **kw: Any) -> Obj:
+    """A pod of another namespace bound at `bound` on 1970-01-12 (None: no PodScheduled condition)."""
+    pod = _pod(name, gpus, node=node, ns="other", **kw)
+    if bound is not None:
+        stamp = f"1970-01-12T{bound}Z"
+        pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp}]
+    return pod
+
+
+def _taken(mine: list[Obj], others: list[Obj], slack: float = 2.0) -> str | None:
+    nodes = [_node("n1", "r1"), _node("n2", "r2")]
+    return E.taken_by_others(mine, mine + others, nodes, T, GPU, RESERVED, slack)
+
+
+def test_a_pinned_pod_that_fits_beside_its_own_but_not_beside_another_namespace_s_is_interference() -> None:
+    mine = [_pod("w0", 4, node="n1"), _waiting("w1", 3, "n1")]
+    found = _taken(mine, [_other("x", 2), _other("y", 1, node="n2")])
+    assert found is not None and found.startswith(E.SHARED_NODES), found
+    assert "node n1: 8 nvidia.com/gpu allocatable, held before the reservation 4, waiting for it 3" in found
+    assert "other/x 2 bound +0 s from the reservation" in found and "other/y" not in found and "n2" not in found
+    assert _taken(mine, [_other("x", 2, bound=None)]) is not None  # binding time unknown: cannot tell
+
+
+def test_a_pod_bound_before_the_reservation_was_kueue_s_to_count() -> None:
+    """1_000_000 s is 13:46:40; a pod bound at 13:46:37 (3 s before) Kueue could see: its room was
+    never free, and the failure stands; one bound at 13:46:38 (within the 2 s slack) raced it."""
+    mine = [_pod("w0", 4, node="n1"), _waiting("w1", 3, "n1")]
+    assert _taken(mine, [_other("x", 2, bound="13:46:37")]) is None
+    assert _taken(mine, [_other("x", 2, bound="13:46:38")]) is not None
+    unmatched = [_pod("w0", 4, node="n1"), _waiting("w1", 3, "n1", group="another")]  # no reservation read
+    assert _taken(unmatched, [_other("x", 2, bound="13:40:00")]) is not None
+
+
+def test_no_interference_when_the_own_pods_overfill_the_node_or_room_is_left() -> None:
+    overfilled = [_pod("w0", 6, node="n1"), _waiting("w1", 3, "n1")]  # Kueue's own overcommit
+    assert _taken(overfilled, [_other("x", 2)]) is None
+    roomy = [_waiting("w1", 3, "n1")]  # 8 - 2 still holds 3: held for another reason
+    assert _taken(roomy, [_other("x", 2)]) is None
+    assert _taken(roomy, [_other("x", 6, phase="Succeeded")]) is None  # finished: no room taken
+    pinned_elsewhere = _pod("x", 6, pinned="n1", phase="Pending", ns="other")  # not bound: no room taken
+    assert _taken(roomy, [pinned_elsewhere]) is None
+
+
+def test_only_unbound_pinned_pending_pods_are_waiting_for_their_node() -> None:
+    others = [_other("x", 8)]
+    assert _taken([_pod("w1", 3, node="n1", phase="Pending")], others) is None  # bound already
+    assert _taken([_pod("w1", 3, phase="Pending")], others) is None  # not pinned by TAS
+    assert _taken([_waiting("w1", 0, "n1")], others) is None  # no GPU asked
+    assert _taken([], others) is None
+    assert _taken([_waiting("w1", 3, "n1")], others) is not None
 
 
 # -- a leader-and-one-worker group's state -----------------------------------------------------

@@ -177,3 +177,29 @@ def test_the_verdict_of_a_failure_in_a_starved_and_in_a_normal_window(
     assert says in rows["LWS-NAME-001"]["detail"]
     if verdict == "error":
         assert "lws waited 14.2 s for a CPU during the 20 s window; API canary 12.5 s" in rows["LWS-NAME-001"]["detail"]
+
+
+def test_a_failure_with_another_test_s_objects_in_the_way_is_no_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`claims.INFRA_BROKEN` of a suite test: a dead or starved component first, then the first of
+    the scenario's interference checks that names something; a check that cannot read finds none."""
+    from types import SimpleNamespace
+
+    from kubernetes import client
+
+    from lws_conformance import plugin
+    from lws_conformance.scenario import Scenario
+
+    monkeypatch.setattr(plugin.sampler, "of_process", lambda: SimpleNamespace(watch=lambda handle: None))
+    dead: dict[str, str | None] = {"now": None}
+    monkeypatch.setattr(plugin.health, "broken", lambda handle, start, stop: dead["now"])
+    sc = Scenario(client.ApiClient(), None, "ns", None)  # type: ignore[arg-type]
+    broken = plugin._infra_check(None, sc)  # type: ignore[arg-type]
+    assert broken(0.0, 1.0) is None
+
+    def unreadable() -> str | None:
+        raise RuntimeError("API server gone")
+
+    sc.interference += [lambda: None, unreadable, lambda: "GPUs taken", lambda: "never asked"]
+    assert broken(0.0, 1.0) == "GPUs taken"
+    dead["now"] = "kueue died"
+    assert broken(0.0, 1.0) == "kueue died"

@@ -17,6 +17,8 @@ from typing import Any
 
 from ..profile import Topology
 from . import predicates as P
+from .clock import SECOND, parse_stamp
+from .wait import scale
 
 Obj = dict[str, Any]
 # Kueue's scheduler, when the API server refuses the admission it writes (scheduler.go@v0.17.0).
@@ -119,6 +121,98 @@ def rack_capacity(
         rack = labels[t.rack_label]
         out[rack] = max(free, out.get(rack, free))
     return out
+
+
+SHARED_NODES = (
+    "InfraError: other namespaces' pods took the GPUs Kueue's TAS assigned to this test's pods (the "
+    "test shares the cluster's nodes with them, the harness's other tests among them; not an "
+    "LWS/Kueue verdict)"
+)
+# How long after a pod's binding Kueue may still not count it (its pod informer's delivery; the
+# harness's own watch delivers a write in at most 0.094 s, benchmarks/results/wait-latency-2026-12-01.md),
+# at timeouts.scale 1: `bound_slack` adds the timestamps' one-second resolution and scales it.
+KUEUE_SEES_BINDING = 1.0
+
+
+def bound_slack() -> float:
+    """Seconds before a Workload's quota reservation within which another pod's binding still races
+    it (the one place KUEUE_SEES_BINDING is scaled)."""
+    return SECOND + KUEUE_SEES_BINDING * scale()
+
+
+def taken_by_others(
+    mine: list[Obj],
+    pods: list[Obj],
+    nodes: list[Obj],
+    t: Topology,
+    resource: str,
+    reserved: dict[str, float],
+    slack: float,
+) -> str | None:
+    """The SHARED_NODES message when pods of `mine` wait unbound, pinned by Kueue's TAS ungater to a
+    node (nodeSelector on the hostname label), where they would fit beside the pods of their own
+    namespace bound there but not beside the other namespaces' pods bound there too; else None.
+
+    Kueue counts a pod outside its TAS flavors only once it is bound, so a pod of another test the
+    scheduler binds between TAS's assignment and the pinned pods' binding takes their room: the
+    sharing of the cluster decided, not Kueue. Only another pod bound at most `slack` seconds before
+    the pinned pod's Workload reserved quota (`reserved`: Workload name -> that time, the pod's
+    GROUP_NAME naming its Workload) or after it counts: one bound earlier Kueue had every chance to
+    count, so a node it fills stays Kueue's choice and the failure stands (as it does where the
+    test's own pods leave no room). `pods` is every namespace's."""
+    if not mine:
+        return None
+    own = mine[0]["metadata"].get("namespace")
+    need: dict[str, int] = {}
+    since: dict[str, float] = {}  # node -> the earliest reservation of a Workload waiting for it
+    for pod in mine:
+        spec, meta = pod.get("spec") or {}, pod["metadata"]
+        node = (spec.get("nodeSelector") or {}).get(t.hostname_label)
+        if node and not spec.get("nodeName") and (pod.get("status") or {}).get("phase") == "Pending":
+            need[node] = need.get(node, 0) + gpus(pod, resource)
+            group = (meta.get("labels") or {}).get(GROUP_NAME) or (meta.get("annotations") or {}).get(GROUP_NAME)
+            at = reserved.get(group or "", float("-inf"))  # no Workload read: no bound on the time
+            since[node] = min(at, since.get(node, at))
+    used: dict[str, int] = {}  # by this namespace's pods
+    taken: dict[str, int] = {}  # by the other namespaces' pods that raced the reservation
+    others: dict[str, list[str]] = {}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        held = gpus(pod, resource)
+        if node not in need or not held or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        meta = pod["metadata"]
+        if meta.get("namespace") == own:
+            used[node] = used.get(node, 0) + held
+            continue
+        bound = _bound_at(pod)
+        if bound is None or bound >= since[node] - slack:
+            taken[node] = taken.get(node, 0) + held
+            when = "" if bound is None else f" bound {bound - since[node]:+.0f} s from the reservation"
+            others.setdefault(node, []).append(f"{meta.get('namespace')}/{meta['name']} {held}{when}")
+        else:
+            used[node] = used.get(node, 0) + held  # Kueue's to count: as good as the test's own
+    allocatable = {
+        n["metadata"]["name"]: int(((n.get("status") or {}).get("allocatable") or {}).get(resource, "0")) for n in nodes
+    }
+    found = []
+    for node, wanted in sorted(need.items()):
+        room = allocatable.get(node, 0) - used.get(node, 0)
+        if wanted and wanted <= room and wanted > room - taken.get(node, 0):
+            found.append(
+                f"node {node}: {allocatable.get(node, 0)} {resource} allocatable, held before the reservation "
+                f"{used.get(node, 0)}, waiting for it {wanted}, other namespaces' pods bound since "
+                f"{', '.join(sorted(others[node]))}"
+            )
+    return f"{SHARED_NODES}: {'; '.join(found)}" if found else None
+
+
+def _bound_at(pod: Obj) -> float | None:
+    """When the scheduler bound the pod (its PodScheduled=True transition), or None."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "True" and c.get("lastTransitionTime"):
+            return parse_stamp(str(c["lastTransitionTime"])).timestamp()
+    return None
 
 
 Capacity = Callable[[str | None], "dict[str, int] | None"]  # resourceVersion (None: now) -> rack_capacity

@@ -18,6 +18,7 @@ from lws_conformance.testing import (
     ClusterHandle,
     Scenario,
     Topology,
+    clock,
     workloads,
 )
 from lws_conformance.testing import kueue_evidence as E
@@ -87,7 +88,24 @@ def tas_queue(
     scenario.create(workloads.resource_flavor(f"{unique}-rf", node_labels, topology=f"{unique}-topo"))
     scenario.create(workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", quota))
     scenario.create(workloads.local_queue(queue, f"{unique}-cq"))
+    scenario.interference.append(lambda: gpus_taken_by_others(scenario, cluster))
     return queue
+
+
+def gpus_taken_by_others(scenario: Scenario, cluster: ClusterHandle) -> str | None:
+    """`kueue_evidence.taken_by_others` for this test's pods, as the cluster stands: the flavor of
+    `tas_queue` shares its nodes with the pods of every other namespace."""
+    core, t = scenario.core, cluster.topology
+    nodes = scenario.api.sanitize_for_serialization(core.list_node(label_selector=t.rack_label)).get("items") or []
+    pods = scenario.api.sanitize_for_serialization(core.list_pod_for_all_namespaces()).get("items") or []
+    mine = [p for p in pods if p["metadata"].get("namespace") == scenario.namespace]
+    reserved = {
+        wl["metadata"]["name"]: clock.parse_stamp(c["lastTransitionTime"]).timestamp()
+        for wl in scenario.list_objects("Workload")
+        for c in (wl.get("status") or {}).get("conditions") or []
+        if c.get("type") == "QuotaReserved" and c.get("status") == "True" and c.get("lastTransitionTime")
+    }
+    return E.taken_by_others(mine, pods, nodes, t, t.gpu_resource, reserved, E.bound_slack())
 
 
 def set_quota(scenario: Scenario, unique: str, quota: dict[str, str]) -> None:
@@ -115,7 +133,10 @@ def roomy(t: Topology) -> dict[str, str]:
 # give the same free GPUs to both groups, and one group then never schedules: a failure of the
 # harness's sharing, not of Kueue (seen: KUEUE-SEED-002's last worker Pending with "Insufficient
 # nvidia.com/gpu" on its assigned node while KUEUE-TAS-010's rack-filling group ran beside it, run
-# 20261207-005338). Tests on Nodes of their own (`SLOTS` flavors) need no turn.
+# 20261207-005338). Tests on Nodes of their own (`SLOTS` flavors) need no turn. Pods outside every
+# TAS flavor (other tests' plain-queue and LWS pods) Kueue counts once they are bound; one bound
+# between TAS's assignment and the assigned pods' binding can still take their GPUs: a test failing
+# while that shows reads error (`gpus_taken_by_others`), not failed.
 
 SHARED_NODES_TAS = "tas-on-shared-nodes"
 
