@@ -181,6 +181,53 @@ def test_only_unbound_pinned_pending_pods_are_waiting_for_their_node() -> None:
     assert _taken([_waiting("w1", 3, "n1")], others) is not None
 
 
+NO_ROOM = 'couldn\'t assign flavors to pod set worker: topology "t-topo" allows to fit only 5 out of 8 pod(s)'
+
+
+def _held(reason: str = NO_ROOM) -> Obj:
+    return {
+        "metadata": {"name": "wl-0"},
+        "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "message": reason}]},
+    }
+
+
+def _gated_group(gpus: int = 1, size: int = 8) -> list[Obj]:
+    group = [_pod(f"w{i}", gpus, phase="Pending") for i in range(size)]
+    for pod in group:
+        pod["metadata"]["labels"] = {E.GROUP_NAME: "wl-0"}
+    return group
+
+
+def _held_by(mine: list[Obj], others: list[Obj], reason: str = NO_ROOM) -> str | None:
+    nodes = [_node("n1", "r1"), _node("n2", "r2")]
+    return E.held_by_others(mine, [_held(reason)], mine + others, nodes, T, FLAVOR, GPU)
+
+
+def test_a_group_no_rack_holds_only_beside_other_namespaces_pods_is_interference() -> None:
+    found = _held_by(_gated_group(), [_other("x", 3), _other("y", 1, node="n2")])
+    assert found is not None and found.startswith(E.SHARED_NODES), found
+    assert "Workload wl-0 held (" in found and "for 8 nvidia.com/gpu in one rack" in found
+    assert "rack r1 8, of which other namespaces' pods hold 3 (other/x 3 on n1)" in found
+    assert "rack r2 8, of which other namespaces' pods hold 1 (other/y 1 on n2)" in found
+
+
+def test_a_group_a_rack_holds_or_none_would_hold_alone_stays_kueue_s() -> None:
+    assert _held_by(_gated_group(), [_other("x", 3)]) is None  # rack r2 free: Kueue had room
+    own = _gated_group() + [_pod("mine", 1, node="n1"), _pod("mine2", 1, pinned="n2", phase="Pending")]
+    assert _held_by(own, [_other("x", 3), _other("y", 1, node="n2")]) is None  # its own test leaves no rack whole
+    assert _held_by(_gated_group(size=9), [_other("x", 3), _other("y", 1, node="n2")]) is None  # no rack ever holds 9
+    unbound = _pod("y", 1, pinned="n2", phase="Pending", ns="other")  # another flavor's, not bound: Kueue counts none
+    assert _held_by(_gated_group(), [_other("x", 3), unbound]) is None
+    assert _held_by(_gated_group(), [_other("x", 3), _other("y", 1, node="n2")], reason="quota") is None
+    assert _held_by(_gated_group(gpus=0), [_other("x", 3), _other("y", 1, node="n2")]) is None
+
+
+def test_tas_no_fit_reads_both_of_kueue_s_reasons() -> None:
+    assert E.TAS_NO_FIT.search(NO_ROOM)
+    assert E.TAS_NO_FIT.search('topology "t-topo" doesn\'t allow to fit any of 2 slice(s)')
+    assert not E.TAS_NO_FIT.search("insufficient quota for nvidia.com/gpu in flavor f")
+
+
 # -- a leader-and-one-worker group's state -----------------------------------------------------
 NO_FIT = 'couldn\'t assign flavors to pod set leader: topology "t-topo" allows to fit only {n} out of 1 pod(s)'
 

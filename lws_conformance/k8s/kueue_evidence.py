@@ -109,24 +109,34 @@ def rack_capacity(
         if node:
             used[node] = used.get(node, 0) + gpus(pod, resource)
     out: dict[str, int] = {}
-    for node in nodes:
-        meta, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
-        labels = meta.get("labels") or {}
-        if any(labels.get(k) != v for k, v in node_labels.items()) or t.rack_label not in labels:
-            continue
-        tainted = any(x.get("effect") in UNSCHEDULABLE_TAINTS for x in spec.get("taints") or [])
-        if spec.get("unschedulable") or tainted or P.condition(node, "Ready") != "True":
-            continue
-        free = int((status.get("allocatable") or {}).get(resource, "0")) - used.get(meta["name"], 0)
-        rack = labels[t.rack_label]
+    for node in tas_nodes(nodes, t, node_labels):
+        free = allocatable(node, resource) - used.get(node["metadata"]["name"], 0)
+        rack = node["metadata"]["labels"][t.rack_label]
         out[rack] = max(free, out.get(rack, free))
     return out
 
 
+def tas_nodes(nodes: list[Obj], t: Topology, node_labels: dict[str, str]) -> list[Obj]:
+    """The nodes TAS counts for a flavor of `node_labels`: with those labels and a rack label,
+    Ready, not cordoned, without a NoSchedule or NoExecute taint (the suites' LWS pods tolerate none)."""
+    out = []
+    for node in nodes:
+        spec, labels = node.get("spec") or {}, node["metadata"].get("labels") or {}
+        if any(labels.get(k) != v for k, v in node_labels.items()) or t.rack_label not in labels:
+            continue
+        tainted = any(x.get("effect") in UNSCHEDULABLE_TAINTS for x in spec.get("taints") or [])
+        if not spec.get("unschedulable") and not tainted and P.condition(node, "Ready") == "True":
+            out.append(node)
+    return out
+
+
+def allocatable(node: Obj, resource: str) -> int:
+    return int(((node.get("status") or {}).get("allocatable") or {}).get(resource, "0"))
+
+
 SHARED_NODES = (
-    "InfraError: other namespaces' pods took the GPUs Kueue's TAS assigned to this test's pods (the "
-    "test shares the cluster's nodes with them, the harness's other tests among them; not an "
-    "LWS/Kueue verdict)"
+    "InfraError: other namespaces' pods hold the GPUs this test's TAS group needs (the test shares "
+    "the cluster's nodes with them, the harness's other tests among them; not an LWS/Kueue verdict)"
 )
 # How long after a pod's binding Kueue may still not count it (its pod informer's delivery; the
 # harness's own watch delivers a write in at most 0.094 s, benchmarks/results/wait-latency-2026-12-01.md),
@@ -166,12 +176,11 @@ def taken_by_others(
     need: dict[str, int] = {}
     since: dict[str, float] = {}  # node -> the earliest reservation of a Workload waiting for it
     for pod in mine:
-        spec, meta = pod.get("spec") or {}, pod["metadata"]
+        spec = pod.get("spec") or {}
         node = (spec.get("nodeSelector") or {}).get(t.hostname_label)
         if node and not spec.get("nodeName") and (pod.get("status") or {}).get("phase") == "Pending":
             need[node] = need.get(node, 0) + gpus(pod, resource)
-            group = (meta.get("labels") or {}).get(GROUP_NAME) or (meta.get("annotations") or {}).get(GROUP_NAME)
-            at = reserved.get(group or "", float("-inf"))  # no Workload read: no bound on the time
+            at = reserved.get(group_of(pod), float("-inf"))  # no Workload read: no bound on the time
             since[node] = min(at, since.get(node, at))
     used: dict[str, int] = {}  # by this namespace's pods
     taken: dict[str, int] = {}  # by the other namespaces' pods that raced the reservation
@@ -192,19 +201,23 @@ def taken_by_others(
             others.setdefault(node, []).append(f"{meta.get('namespace')}/{meta['name']} {held}{when}")
         else:
             used[node] = used.get(node, 0) + held  # Kueue's to count: as good as the test's own
-    allocatable = {
-        n["metadata"]["name"]: int(((n.get("status") or {}).get("allocatable") or {}).get(resource, "0")) for n in nodes
-    }
+    alloc = {n["metadata"]["name"]: allocatable(n, resource) for n in nodes}
     found = []
     for node, wanted in sorted(need.items()):
-        room = allocatable.get(node, 0) - used.get(node, 0)
+        room = alloc.get(node, 0) - used.get(node, 0)
         if wanted and wanted <= room and wanted > room - taken.get(node, 0):
             found.append(
-                f"node {node}: {allocatable.get(node, 0)} {resource} allocatable, held before the reservation "
+                f"node {node}: {alloc.get(node, 0)} {resource} allocatable, held before the reservation "
                 f"{used.get(node, 0)}, waiting for it {wanted}, other namespaces' pods bound since "
                 f"{', '.join(sorted(others[node]))}"
             )
     return f"{SHARED_NODES}: {'; '.join(found)}" if found else None
+
+
+def group_of(pod: Obj) -> str:
+    """The name of the Workload whose group the pod is in (its GROUP_NAME label or annotation), or ""."""
+    meta = pod["metadata"]
+    return str((meta.get("labels") or {}).get(GROUP_NAME) or (meta.get("annotations") or {}).get(GROUP_NAME) or "")
 
 
 def _bound_at(pod: Obj) -> float | None:
@@ -213,6 +226,76 @@ def _bound_at(pod: Obj) -> float | None:
         if c.get("type") == "PodScheduled" and c.get("status") == "True" and c.get("lastTransitionTime"):
             return parse_stamp(str(c["lastTransitionTime"])).timestamp()
     return None
+
+
+# Kueue's TAS reason when no domain holds a PodSet (tas_flavor_snapshot.go@v0.17.0 notFitMessage).
+TAS_NO_FIT = re.compile(
+    r'topology "[^"]+" (allows to fit only \d+ out of|doesn\'t allow to fit any of) \d+ (pod|slice)\(s\)'
+)
+
+
+def held_by_others(
+    mine: list[Obj],
+    held: list[Obj],
+    pods: list[Obj],
+    nodes: list[Obj],
+    t: Topology,
+    node_labels: dict[str, str],
+    resource: str,
+) -> str | None:
+    """The SHARED_NODES message when a Workload of `held` waits without quota for a TAS reason
+    (TAS_NO_FIT) while no rack of the flavor (`tas_nodes`) has its group's `resource` free, but
+    one would without the other namespaces' pods bound in it; else None.
+
+    The group's demand is the sum of its pods' requests (`mine`, GROUP_NAME naming the Workload),
+    set against a rack's summed free room: the other tests' pods, which Kueue rightly counts, kept
+    the group out, not Kueue. Where no rack would hold it even without them, the failure stands."""
+    own = mine[0]["metadata"].get("namespace") if mine else None
+    racks: dict[str, str] = {}  # node -> its rack
+    room: dict[str, int] = {}  # rack -> free for this test alone
+    taken: dict[str, int] = {}  # rack -> held by the other namespaces' pods
+    others: dict[str, list[str]] = {}
+    for n in tas_nodes(nodes, t, node_labels):
+        rack = racks[n["metadata"]["name"]] = n["metadata"]["labels"][t.rack_label]
+        room[rack] = room.get(rack, 0) + allocatable(n, resource)
+    for pod in pods:
+        spec, meta = pod.get("spec") or {}, pod["metadata"]
+        node = spec.get("nodeName") or (spec.get("nodeSelector") or {}).get(t.hostname_label)
+        held_here = gpus(pod, resource)
+        if node not in racks or not held_here or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        rack = racks[node]
+        if meta.get("namespace") == own:  # bound, or pinned by its own flavor's TAS
+            room[rack] -= held_here
+        elif spec.get("nodeName"):  # another namespace's pod pinned but not bound holds nothing Kueue counts
+            taken[rack] = taken.get(rack, 0) + held_here
+            others.setdefault(rack, []).append(f"{meta.get('namespace')}/{meta['name']} {held_here} on {node}")
+    found = []
+    for wl in held:
+        reason = next(
+            (
+                c.get("message") or ""
+                for c in (wl.get("status") or {}).get("conditions") or []
+                if c.get("type") == "QuotaReserved"
+            ),
+            "",
+        )
+        if not TAS_NO_FIT.search(reason):
+            continue
+        name = wl["metadata"]["name"]
+        demand = sum(gpus(p, resource) for p in mine if group_of(p) == name)
+        alone = [r for r in sorted(room) if room[r] >= demand]
+        if not demand or not alone or any(room[r] - taken.get(r, 0) >= demand for r in room):
+            continue
+        found.append(
+            f"Workload {name} held ({reason}) for {demand} {resource} in one rack; free for it alone in "
+            + ", ".join(
+                f"rack {r} {room[r]}, of which other namespaces' pods hold {taken.get(r, 0)} "
+                f"({', '.join(sorted(others.get(r, [])))})"
+                for r in alone
+            )
+        )
+    return f"{SHARED_NODES}: {'; '.join(found)}" if found else None
 
 
 Capacity = Callable[[str | None], "dict[str, int] | None"]  # resourceVersion (None: now) -> rack_capacity

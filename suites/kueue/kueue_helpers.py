@@ -88,24 +88,30 @@ def tas_queue(
     scenario.create(workloads.resource_flavor(f"{unique}-rf", node_labels, topology=f"{unique}-topo"))
     scenario.create(workloads.cluster_queue(f"{unique}-cq", f"{unique}-rf", quota))
     scenario.create(workloads.local_queue(queue, f"{unique}-cq"))
-    scenario.interference.append(lambda: gpus_taken_by_others(scenario, cluster))
+    scenario.interference.append(lambda: gpus_taken_by_others(scenario, cluster, node_labels))
     return queue
 
 
-def gpus_taken_by_others(scenario: Scenario, cluster: ClusterHandle) -> str | None:
-    """`kueue_evidence.taken_by_others` for this test's pods, as the cluster stands: the flavor of
-    `tas_queue` shares its nodes with the pods of every other namespace."""
+def gpus_taken_by_others(scenario: Scenario, cluster: ClusterHandle, node_labels: dict[str, str]) -> str | None:
+    """`kueue_evidence.taken_by_others`, then `held_by_others`, for this test's pods and Workloads
+    as the cluster stands: the flavor of `tas_queue` (`node_labels`) shares its nodes with the pods
+    of every other namespace."""
     core, t = scenario.core, cluster.topology
     nodes = scenario.api.sanitize_for_serialization(core.list_node(label_selector=t.rack_label)).get("items") or []
     pods = scenario.api.sanitize_for_serialization(core.list_pod_for_all_namespaces()).get("items") or []
     mine = [p for p in pods if p["metadata"].get("namespace") == scenario.namespace]
+    wls = scenario.list_objects("Workload")
     reserved = {
         wl["metadata"]["name"]: clock.parse_stamp(c["lastTransitionTime"]).timestamp()
-        for wl in scenario.list_objects("Workload")
+        for wl in wls
         for c in (wl.get("status") or {}).get("conditions") or []
         if c.get("type") == "QuotaReserved" and c.get("status") == "True" and c.get("lastTransitionTime")
     }
-    return E.taken_by_others(mine, pods, nodes, t, t.gpu_resource, reserved, E.bound_slack())
+    held = [wl for wl in wls if condition_false(wl, "QuotaReserved")]
+    gpu = t.gpu_resource
+    return E.taken_by_others(mine, pods, nodes, t, gpu, reserved, E.bound_slack()) or E.held_by_others(
+        mine, held, pods, nodes, t, node_labels, gpu
+    )
 
 
 def set_quota(scenario: Scenario, unique: str, quota: dict[str, str]) -> None:
@@ -134,9 +140,10 @@ def roomy(t: Topology) -> dict[str, str]:
 # harness's sharing, not of Kueue (seen: KUEUE-SEED-002's last worker Pending with "Insufficient
 # nvidia.com/gpu" on its assigned node while KUEUE-TAS-010's rack-filling group ran beside it, run
 # 20261207-005338). Tests on Nodes of their own (`SLOTS` flavors) need no turn. Pods outside every
-# TAS flavor (other tests' plain-queue and LWS pods) Kueue counts once they are bound; one bound
-# between TAS's assignment and the assigned pods' binding can still take their GPUs: a test failing
-# while that shows reads error (`gpus_taken_by_others`), not failed.
+# TAS flavor (other tests' plain-queue and LWS pods) still share the nodes: Kueue counts them once
+# bound, so they can keep a group out of every rack, or, bound between TAS's assignment and the
+# assigned pods' binding, take the assigned GPUs. A test failing while either shows reads error
+# (`gpus_taken_by_others`), not failed.
 
 SHARED_NODES_TAS = "tas-on-shared-nodes"
 
