@@ -187,17 +187,6 @@ def pytest_configure(config: pytest.Config) -> None:
             config.pluginmanager.register(_XdistHooks(), "lwsc-xdist")
 
 
-def _recorded_durations(config: pytest.Config) -> dict[str, float]:
-    """The test durations recorded for the run's provider (`shards.durations_file`): an existing
-    cluster's when a kubeconfig is given, else the profile's; a bad profile counts as local (the
-    cluster fixture reports it)."""
-    provider = "existing" if config.getoption("--lwsc-kubeconfig") else "local"
-    if provider == "local":
-        with contextlib.suppress(LwscError, ValueError, OSError):
-            provider = run_profile(config).provider
-    return shards.durations(shards.durations_file(provider))
-
-
 class _Sharding:
     """--lwsc-shard K/N: keep shard K of what -k selected (after the keyword deselection)."""
 
@@ -207,7 +196,7 @@ class _Sharding:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         _SELECTION.update(shards.selection([i.nodeid for i in items]))  # what every shard was cut from
-        keep = set(shards.assign([i.nodeid for i in items], self.n, _recorded_durations(config))[self.k - 1])
+        keep = set(shards.assign([i.nodeid for i in items], self.n, shards.durations())[self.k - 1])
         dropped = [i for i in items if i.nodeid not in keep]
         items[:] = [i for i in items if i.nodeid in keep]
         config.hook.pytest_deselected(items=dropped)
@@ -678,7 +667,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if config.getoption("--lwsc-order") == "longest-first":
         # the tests on the worker's private cluster first (it goes down after them), each group
         # longest first: the slowest promise starts at once instead of last
-        order = shards.longest_first([i.nodeid for i in items], _recorded_durations(config))
+        order = shards.longest_first([i.nodeid for i in items], shards.durations())
         position = {nodeid: k for k, nodeid in enumerate(order)}
         items.sort(key=lambda i: (not uses_worker_private(i), position[i.nodeid]))
 

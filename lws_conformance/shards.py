@@ -1,8 +1,7 @@
 """`lwsc run --shard K/N`: a deterministic 1/N of the selected tests, balanced by recorded durations.
 
-Every test gets its recorded duration (`fixtures/test-durations.json` from a local run,
-`fixtures/test-durations-kind.json` from a kind run for kind and existing clusters: `durations_file`;
-both written by `scripts/record-durations`; a test not recorded counts as the median), then the tests are dealt
+Every test gets its recorded duration (`fixtures/test-durations.json`, written from a run by
+`scripts/record-durations`; a test not recorded counts as the median), then the tests are dealt
 longest first to the shard with the least total so far (ties: the lower shard, then the node id).
 The same selection gives every machine the same split, so N machines each running their K cover
 every test exactly once; `lwsc report --merge` joins their run directories into one report.
@@ -20,11 +19,7 @@ from typing import Any
 from . import resources
 from .errors import UserError
 
-DURATIONS = resources.fixtures() / "test-durations.json"  # the local cluster's (kwok: pods in ~0.03 s)
-# a kind run's: real kubelets make a pod's start and removal seconds long, and the tests that need a
-# private local cluster are not-run there, so a kind gate's shards balance by these instead
-REAL_KUBELET_DURATIONS = resources.fixtures() / "test-durations-kind.json"
-REAL_KUBELETS = ("kind", "existing")
+DURATIONS = resources.fixtures() / "test-durations.json"
 SPEC = re.compile(r"^(\d+)/(\d+)$")
 
 
@@ -34,12 +29,6 @@ def parse(spec: str) -> tuple[int, int]:
     if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
         raise UserError(f"--shard must look like K/N with 1 <= K <= N (e.g. 2/3), got {spec!r}")
     return int(m.group(1)), int(m.group(2))
-
-
-def durations_file(provider: str) -> Path:
-    """The recorded durations a run on `provider` balances and orders by: a kind run's where
-    real kubelets run pods (kind, an existing cluster), the local cluster's otherwise."""
-    return REAL_KUBELET_DURATIONS if provider in REAL_KUBELETS else DURATIONS
 
 
 def durations(path: Path | None = None) -> dict[str, float]:

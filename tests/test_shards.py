@@ -242,24 +242,3 @@ def test_a_killed_worker_reads_error_and_a_merge_with_its_shard_exit_3(
     code, line = _merged(parts, tmp_path / "merged", capsys)
     assert code == 3 and f"shard {crashed}/3 ({parts[crashed - 1]}) is not whole" in line
     assert "ended without a verdict, first test_s.py::test_sts_names" in line
-
-
-def test_kind_and_existing_clusters_balance_by_a_kind_run_s_durations(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real kubelets make pods seconds slow and leave the private-cluster tests not-run, so a kind
-    gate's shards and order follow a kind run's durations (fixtures/test-durations-kind.json)."""
-    from types import SimpleNamespace
-
-
-    assert shards.durations_file("kind") == shards.durations_file("existing") == shards.REAL_KUBELET_DURATIONS
-    assert shards.durations_file("local") == shards.DURATIONS
-    kind, local = shards.durations(shards.REAL_KUBELET_DURATIONS), shards.durations()
-    assert kind and local and kind != local
-
-    options = {"--lwsc-kubeconfig": None}
-    config = SimpleNamespace(getoption=lambda name: options.get(name))
-    monkeypatch.setattr(plugin, "run_profile", lambda c: SimpleNamespace(provider="kind"))
-    assert plugin._recorded_durations(config) == kind  # type: ignore[arg-type]
-    monkeypatch.setattr(plugin, "run_profile", lambda c: SimpleNamespace(provider="local"))
-    assert plugin._recorded_durations(config) == local  # type: ignore[arg-type]
-    options["--lwsc-kubeconfig"] = "/some/kubeconfig"
-    assert plugin._recorded_durations(config) == kind  # type: ignore[arg-type]
