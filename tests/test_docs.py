@@ -112,6 +112,18 @@ def test_a_discriminating_proof_must_show_its_requirement_red(proof: dict[str, s
             rf._proof("LWS-EXCL-003", proof)
 
 
+def test_a_sharded_kind_run_is_as_slow_as_its_slowest_shard() -> None:
+    """The k-th round of each shard label forms sharded run k; a run missing a shard has no figure."""
+    rf: Any = _renderer()
+    rounds = [("before", 1000.0), ("after", 1200.0), ("shard1-of-2", 620.0), ("shard2-of-2", 710.0)]
+    rounds += [("shard1-of-2", 650.0), ("shard2-of-2", 600.0), ("shard1-of-2", 999.0)]
+    doc = {
+        "rounds": [{"label": label, "wall_s": wall} for label, wall in rounds],
+        "median_by_label": {"before": {"wall_s": 1000.0}, "after": {"wall_s": 1200.0}},
+    }
+    assert rf.kind_summary(doc) == {"wall": 1.2, "shards": {2: [710.0, 650.0]}}
+
+
 def test_the_readme_is_a_users_page() -> None:
     lines = len((ROOT / "README.md").read_text(encoding="utf-8").splitlines())
     assert lines <= README_MAX_LINES, (
