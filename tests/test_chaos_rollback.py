@@ -287,3 +287,40 @@ def test_a_returning_node_posts_a_fresh_heartbeat_a_failing_one_keeps_its_own() 
     failing = actions.reregistered_status(before, returning=False, now="2030-01-01T00:00:00Z")
     assert [c["lastHeartbeatTime"] for c in failing["conditions"]] == recorded
     assert failing["capacity"] == before["status"]["capacity"] and "conditions" in failing
+
+
+def test_a_fault_the_harness_could_not_apply_is_no_verdict() -> None:
+    """The node-container-pause experiment of kind run 20261207-053828: `docker pause` failed in the
+    runtime ("unable to freeze"), so the probe that followed timed out and the unpause found nothing
+    paused; the pause is what `faults_not_applied` names, not the probe."""
+    refused = (
+        "chaoslib.exceptions.ActivityFailed: lws_conformance.chaos.safety.ChaosRefused: docker pause "
+        "kshardr21-worker5 failed on kshardr21: OCI runtime pause failed: unable to freeze: unknown\n"
+    )
+    journal: dict[str, Any] = {
+        "run": [
+            {
+                "activity": {"type": "action", "name": "pause-node-container"},
+                "status": "failed",
+                "exception": [refused],
+            },
+            {
+                "activity": {"type": "probe", "name": "group-reported-not-ready"},
+                "status": "failed",
+                "exception": ["lws_conformance.chaos.safety.ChaosRefused: (a probe's failure stays a problem)\n"],
+            },
+            {
+                "activity": {"type": "action", "name": "kill-leader-pod"},
+                "status": "failed",
+                "exception": ["kubernetes.client.exceptions.ApiException: (404) leader pod not found\n"],
+            },
+        ]
+    }
+    unapplied = runner.faults_not_applied(journal)
+    assert unapplied == [
+        "run action pause-node-container: chaoslib.exceptions.ActivityFailed: lws_conformance.chaos.safety."
+        "ChaosRefused: docker pause kshardr21-worker5 failed on kshardr21: OCI runtime pause failed: unable to "
+        "freeze: unknown"
+    ]
+    assert len(runner.problems(journal)) == 4  # every failure is still a problem (status and three activities)
+    assert runner.faults_not_applied({"run": journal["run"][1:]}) == []

@@ -106,6 +106,26 @@ def infrastructure_differences(journal: Journal) -> list[str]:
     return out
 
 
+# The harness's own fault tooling refusing or failing (`safety.ChaosRefused`, an `InfraError`: a
+# `docker pause` the runtime could not do, a process that would not stop): the exception names in a
+# failed action's traceback that mean the fault was never applied (or never undone).
+HARNESS_FAULT_ERRORS = ("ChaosRefused", "InfraError")
+
+
+def faults_not_applied(journal: Journal) -> list[str]:
+    """The method's and rollbacks' actions that failed in the harness's fault tooling: the fault
+    was not applied or not undone, so the experiment tested nothing (no verdict). An action that
+    failed otherwise, and every probe, stay in `problems`."""
+    out = []
+    for section in ("run", "rollbacks"):
+        for item in journal.get(section) or []:
+            exc = "".join(item.get("exception") or [])
+            failed = item["activity"].get("type") == "action" and item.get("status") != "succeeded"
+            if failed and any(name in exc for name in HARNESS_FAULT_ERRORS):
+                out.append(f"{section} action {item['activity']['name']}: {exc.strip().splitlines()[-1][-300:]}")
+    return out
+
+
 def outputs(journal: Journal) -> dict[str, Any]:
     """Activity name -> output, for the method's activities (e.g. recovery seconds)."""
     return {item["activity"]["name"]: item.get("output") for item in journal.get("run") or []}

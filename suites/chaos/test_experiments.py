@@ -2,9 +2,10 @@
 
 Why: the same experiment files users run with `chaos run` are the conformance evidence. Each
 run writes its journal to `reports/chaos/<run-id>/<test>.journal.json`; a journal that is not
-"completed", deviated, or has a failed activity fails the test (`runner.problems`); a node or a
-control-plane process not as before the experiment is no verdict (`error`: the rollback or the
-machine failed, not LWS or Kueue; `runner.infrastructure_differences`).
+"completed", deviated, or has a failed activity fails the test (`runner.problems`); a fault the
+harness could not apply or undo (`runner.faults_not_applied`), or a node or a control-plane
+process not as before the experiment, is no verdict (`error`: the fault tooling, the rollback or
+the machine failed, not LWS or Kueue; `runner.infrastructure_differences`).
 
 Pod-level experiments run on the shared cluster inside the test's namespace. Anything that stops
 a process or fails a node runs on this worker's private cluster (`private_scenario`), pinned to
@@ -61,6 +62,11 @@ def _run(sc: Scenario, exp: str | Obj, request: pytest.FixtureRequest, run_id: s
     for key in ("seconds-to-recover",):
         if isinstance(outputs.get(key), int | float):
             request.node.user_properties.append(("recovery_s", outputs[key]))
+    if unapplied := runner.faults_not_applied(journal):
+        raise InfraError(
+            f"experiment {path}: the harness could not apply or undo its fault, so nothing was tested (not an "
+            f"LWS/Kueue verdict): {unapplied} (journal: {journal_file})"
+        )
     if infra := runner.infrastructure_differences(journal):
         raise InfraError(
             f"experiment {path}: the cluster under test is not as before the experiment, in what LWS and Kueue "
