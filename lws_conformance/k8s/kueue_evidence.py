@@ -102,7 +102,7 @@ def rack_capacity(
     TAS ungater (nodeSelector on the hostname label)."""
     used: dict[str, int] = {}
     for pod in pods:
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if _finished(pod):
             continue
         spec = pod.get("spec") or {}
         node = spec.get("nodeName") or (spec.get("nodeSelector") or {}).get(t.hostname_label)
@@ -180,7 +180,7 @@ def taken_by_others(
         node = (spec.get("nodeSelector") or {}).get(t.hostname_label)
         if node and not spec.get("nodeName") and (pod.get("status") or {}).get("phase") == "Pending":
             need[node] = need.get(node, 0) + gpus(pod, resource)
-            at = reserved.get(group_of(pod), float("-inf"))  # no Workload read: no bound on the time
+            at = reserved.get(P.kueue_pod_group(pod) or "", float("-inf"))  # no Workload read: no bound on the time
             since[node] = min(at, since.get(node, at))
     used: dict[str, int] = {}  # by this namespace's pods
     taken: dict[str, int] = {}  # by the other namespaces' pods that raced the reservation
@@ -188,13 +188,13 @@ def taken_by_others(
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
         held = gpus(pod, resource)
-        if node not in need or not held or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if node not in need or not held or _finished(pod):
             continue
         meta = pod["metadata"]
         if meta.get("namespace") == own:
             used[node] = used.get(node, 0) + held
             continue
-        bound = _bound_at(pod)
+        bound = became_true(pod, "PodScheduled")  # when the scheduler bound it
         if bound is None or bound >= since[node] - slack:
             taken[node] = taken.get(node, 0) + held
             when = "" if bound is None else f" bound {bound - since[node]:+.0f} s from the reservation"
@@ -214,18 +214,18 @@ def taken_by_others(
     return f"{SHARED_NODES}: {'; '.join(found)}" if found else None
 
 
-def group_of(pod: Obj) -> str:
-    """The name of the Workload whose group the pod is in (its GROUP_NAME label or annotation), or ""."""
-    meta = pod["metadata"]
-    return str((meta.get("labels") or {}).get(GROUP_NAME) or (meta.get("annotations") or {}).get(GROUP_NAME) or "")
-
-
-def _bound_at(pod: Obj) -> float | None:
-    """When the scheduler bound the pod (its PodScheduled=True transition), or None."""
-    for c in (pod.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodScheduled" and c.get("status") == "True" and c.get("lastTransitionTime"):
+def became_true(obj: Obj, ctype: str) -> float | None:
+    """When condition `ctype` of `obj` turned True (its lastTransitionTime, epoch seconds), or None
+    while it is not True or carries no time."""
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype and c.get("status") == "True" and c.get("lastTransitionTime"):
             return parse_stamp(str(c["lastTransitionTime"])).timestamp()
     return None
+
+
+def _finished(pod: Obj) -> bool:
+    """The pod ran to its end (Succeeded or Failed): it holds nothing on its node any more."""
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 # Kueue's TAS reason when no domain holds a PodSet (tas_flavor_snapshot.go@v0.17.0 notFitMessage).
@@ -262,7 +262,7 @@ def held_by_others(
         spec, meta = pod.get("spec") or {}, pod["metadata"]
         node = spec.get("nodeName") or (spec.get("nodeSelector") or {}).get(t.hostname_label)
         held_here = gpus(pod, resource)
-        if node not in racks or not held_here or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if node not in racks or not held_here or _finished(pod):
             continue
         rack = racks[node]
         if meta.get("namespace") == own:  # bound, or pinned by its own flavor's TAS
@@ -283,7 +283,7 @@ def held_by_others(
         if not TAS_NO_FIT.search(reason):
             continue
         name = wl["metadata"]["name"]
-        demand = sum(gpus(p, resource) for p in mine if group_of(p) == name)
+        demand = sum(gpus(p, resource) for p in mine if P.kueue_pod_group(p) == name)
         alone = [r for r in sorted(room) if room[r] >= demand]
         if not demand or not alone or any(room[r] - taken.get(r, 0) >= demand for r in room):
             continue
@@ -342,7 +342,7 @@ def one_pod_group_failure(
     )
 
 
-GROUP_NAME = "kueue.x-k8s.io/pod-group-name"  # Kueue's pod-group label (and annotation) key
+GROUP_NAME = P.POD_GROUP_NAME  # Kueue's pod-group label (and annotation) key
 LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 LABEL_VALUE_MAX = 63
 

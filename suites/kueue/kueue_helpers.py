@@ -18,7 +18,6 @@ from lws_conformance.testing import (
     ClusterHandle,
     Scenario,
     Topology,
-    clock,
     workloads,
 )
 from lws_conformance.testing import kueue_evidence as E
@@ -101,12 +100,7 @@ def gpus_taken_by_others(scenario: Scenario, cluster: ClusterHandle, node_labels
     pods = scenario.api.sanitize_for_serialization(core.list_pod_for_all_namespaces()).get("items") or []
     mine = [p for p in pods if p["metadata"].get("namespace") == scenario.namespace]
     wls = scenario.list_objects("Workload")
-    reserved = {
-        wl["metadata"]["name"]: clock.parse_stamp(c["lastTransitionTime"]).timestamp()
-        for wl in wls
-        for c in (wl.get("status") or {}).get("conditions") or []
-        if c.get("type") == "QuotaReserved" and c.get("status") == "True" and c.get("lastTransitionTime")
-    }
+    reserved = {wl["metadata"]["name"]: at for wl in wls if (at := E.became_true(wl, "QuotaReserved")) is not None}
     held = [wl for wl in wls if condition_false(wl, "QuotaReserved")]
     gpu = t.gpu_resource
     return E.taken_by_others(mine, pods, nodes, t, gpu, reserved, E.bound_slack()) or E.held_by_others(
